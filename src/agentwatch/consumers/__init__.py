@@ -1,0 +1,1 @@
+"""FastStream services on the bus: the store and the live feed."""

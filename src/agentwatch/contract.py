@@ -1,0 +1,596 @@
+"""The wire contract: hook events, NATS subjects and the event envelope.
+
+Everything that puts events on the bus or reads them back derives from this module: the emitter
+builds envelopes with it, the store and the dashboard decode them with it, the stream and the
+hook registration take their subjects and event names from it.
+
+Standard library only, and light to import: it is on the hook's path, which must cost little more
+than starting the interpreter.
+
+Subjects keep genie's names (`genie.tool.{agent}.call`, `genie.msg.{recipient}`, ...) and extend
+them to every hook event; see SUBJECTS below and the README's "Wire contract".
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from agentwatch.jsonfast import JSONError, dumpb, loads
+from agentwatch.redact import redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    Json = dict[str, Any]
+
+SCHEMA_VERSION = 1
+SUBJECT_ROOT = "genie"
+ALL_SUBJECTS = "genie.>"
+MESSAGE_SUBJECTS = "genie.msg.>"
+MSG_ID_HEADER = "Nats-Msg-Id"
+SOURCE = "hook"
+
+# NATS' default max_payload; the emitter uses the server's own figure (INFO) when it has one.
+DEFAULT_MAX_PAYLOAD = 1024 * 1024
+# Headroom under max_payload for the headers and the protocol line.
+_HEADROOM = 512
+TOKEN_MAX = 64
+TEXT_MAX = 200
+
+# Every hook event of Claude Code 2.1.330, in the order the reference lists them.
+HOOK_EVENTS: tuple[str, ...] = (
+    "SessionStart", "Setup", "InstructionsLoaded", "UserPromptSubmit", "UserPromptExpansion",
+    "MessageDisplay", "PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse",
+    "PostToolUseFailure", "PostToolBatch", "Notification", "SubagentStart", "SubagentStop",
+    "TaskCreated", "TaskCompleted", "Stop", "StopFailure", "TeammateIdle", "ConfigChange",
+    "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate", "WorktreeRemove",
+    "PreCompact", "PostCompact", "SessionEnd", "Elicitation", "ElicitationResult",
+    "PreModelSwitch", "PostModelSwitch",
+)  # fmt: skip
+
+# hook event -> (subject family, subject suffix, kind, direction).
+# Subject = genie.{family}.{agent}.{suffix}; events not listed get the generic form
+# genie.agent.{agent}.event.{snake_case_name}.
+SUBJECTS: dict[str, tuple[str, str, str, str]] = {
+    "PreToolUse": ("tool", "call", "tool_call", "out"),
+    "PostToolUse": ("tool", "result", "tool_result", "in"),
+    "PostToolUseFailure": ("tool", "error", "tool_error", "in"),
+    "PermissionRequest": ("tool", "permission", "permission", "out"),
+    "PermissionDenied": ("tool", "denied", "permission_denied", "in"),
+    "UserPromptSubmit": ("user", "prompt", "prompt", "in"),
+    "Stop": ("agent", "response", "response", "out"),
+    "StopFailure": ("agent", "failure", "failure", "out"),
+    "SessionStart": ("agent", "session.start", "session_start", ""),
+    "SessionEnd": ("agent", "session.end", "session_end", ""),
+    "SubagentStart": ("agent", "subagent.start", "subagent_start", ""),
+    "SubagentStop": ("agent", "subagent.stop", "subagent_stop", ""),
+    "TeammateIdle": ("agent", "idle", "idle", ""),
+    "TaskCreated": ("agent", "task.created", "task_created", ""),
+    "TaskCompleted": ("agent", "task.completed", "task_completed", ""),
+}
+MESSAGE_KIND = "message"
+INVALID_EVENT = "InvalidPayload"
+
+# The envelope's fields in wire order; `data` last so a reader sees the headline first.
+ENVELOPE_FIELDS: tuple[str, ...] = (
+    "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text",
+    "source", "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id",
+    "host", "cwd", "redacted", "truncated", "data",
+)  # fmt: skip
+_REQUIRED = ("v", "id", "timestamp", "event", "kind", "agent")
+
+_TOKEN_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+class EnvelopeError(ValueError):
+    """A message body that is not a valid agentwatch envelope; the text says why."""
+
+
+# --- subjects ---------------------------------------------------------------------------------
+
+
+def subject_token(value: object, fallback: str = "unknown") -> str:
+    """Make `value` one safe NATS subject token: [A-Za-z0-9_-], bounded, never empty.
+
+    Anything else (dots, wildcards, spaces, control characters, non-ASCII) becomes `_`. A value
+    with nothing usable left maps to a short stable hash, so distinct names stay distinct.
+    """
+    text = value if isinstance(value, str) else ("" if value is None else str(value))
+    out = []
+    prev_sep = True
+    for ch in text:
+        if ch in _TOKEN_OK:
+            out.append(ch)
+            prev_sep = False
+        elif not prev_sep:
+            out.append("_")
+            prev_sep = True
+    token = "".join(out).strip("_")[:TOKEN_MAX].rstrip("_")
+    if token:
+        return token
+    if text.strip():
+        import zlib
+
+        return f"{fallback}-{zlib.crc32(text.encode('utf-8', 'replace')):08x}"
+    return fallback
+
+
+def snake_case(name: str) -> str:
+    """`InstructionsLoaded` -> `instructions_loaded`, for the generic subject of any event."""
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and (name[i - 1].islower() or name[i - 1].isdigit()):
+            out.append("_")
+        out.append(ch.lower())
+    return subject_token("".join(out), "event")
+
+
+def event_subject(event: str, agent: str) -> tuple[str, str, str]:
+    """(subject, kind, direction) of a hook event emitted by `agent`."""
+    agent = subject_token(agent)
+    spec = SUBJECTS.get(event)
+    if spec is not None:
+        family, suffix, kind, direction = spec
+        return f"{SUBJECT_ROOT}.{family}.{agent}.{suffix}", kind, direction
+    snake = snake_case(event)
+    return f"{SUBJECT_ROOT}.agent.{agent}.event.{snake}", snake, ""
+
+
+def message_subject(recipient: str) -> str:
+    return f"{SUBJECT_ROOT}.msg.{subject_token(recipient)}"
+
+
+# --- ids and time -----------------------------------------------------------------------------
+
+
+def new_event_id(now: float | None = None) -> str:
+    """A 26-character ULID: 48 bits of Unix milliseconds, 80 random bits, Crockford base32.
+
+    Lexical order is time order, so ids sort like the events they name.
+    """
+    ms = int((time.time() if now is None else now) * 1000)
+    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def event_id_time(event_id: str) -> float:
+    """Unix time in seconds encoded in an event id."""
+    value = 0
+    for ch in event_id[:10]:
+        value = value * 32 + _CROCKFORD.index(ch)
+    return value / 1000.0
+
+
+def iso_utc(now: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+# --- agent identity ---------------------------------------------------------------------------
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _short_id(agent_id: str) -> str:
+    if len(agent_id) > 8 and agent_id[0] == "a":
+        return agent_id[1:9]
+    return agent_id[:8]
+
+
+def main_agent_name(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+    """The name of the session's own (main-thread) agent.
+
+    GENIE_AGENT_NAME when set; else the `--agent` name Claude Code reports on the main thread
+    (`agent_type` without `agent_id`); else `main-` and the first 8 characters of the session id.
+    """
+    name = environ.get("GENIE_AGENT_NAME", "").strip()
+    if name:
+        return subject_token(name)
+    if not _str(payload.get("agent_id")) and _str(payload.get("agent_type")):
+        return subject_token(payload["agent_type"])
+    session = _str(payload.get("session_id"))
+    return subject_token(f"main-{session[:8]}" if session else "main")
+
+
+def identify(payload: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[str, str, str]:
+    """(agent, team, parent_agent) of a hook payload; the rule is in the README ("Agent identity").
+
+    Inside a subagent or teammate (the payload has `agent_id`), the event is that agent's:
+    a teammate by its name (`teammate_name`, or `agent_type` when `agent_id` is `a<name>-<hex>`),
+    a subagent as `<agent_type>-<8 chars of agent_id>`; its parent is the session's main agent.
+    Otherwise the event is the main agent's (see main_agent_name).
+    """
+    main = main_agent_name(payload, environ)
+    team = environ.get("GENIE_TEAM", "").strip() or _str(payload.get("team_name"))
+    if not team:
+        session = _str(payload.get("session_id"))
+        team = f"session-{session[:8]}" if session else ""
+    team = subject_token(team, "") if team else ""
+    agent_id = _str(payload.get("agent_id"))
+    if not agent_id:
+        return main, team, ""
+    agent_type = _str(payload.get("agent_type"))
+    teammate = _str(payload.get("teammate_name"))
+    if not teammate and agent_type and agent_id.startswith(f"a{agent_type}-"):
+        teammate = agent_type
+    if teammate:
+        return subject_token(teammate), team, main
+    return subject_token(f"{agent_type or 'subagent'}-{_short_id(agent_id)}"), team, main
+
+
+# --- one-line summaries -----------------------------------------------------------------------
+
+
+def one_line(value: object, limit: int = TEXT_MAX) -> str:
+    """First non-empty line of `value`, control characters dropped, at most `limit` characters."""
+    if not isinstance(value, str):
+        value = "" if value is None else dumpb(value)[: limit * 8].decode("utf-8", "replace")
+    line = ""
+    for candidate in value[: limit * 8].splitlines():
+        if candidate.strip():
+            line = candidate.strip()
+            break
+    line = "".join(ch if ch.isprintable() else " " for ch in line[: limit * 2])
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _short_path(path: str, cwd: str) -> str:
+    if cwd and path.startswith(cwd.rstrip("/\\") + ("/" if "/" in cwd else "\\")):
+        return path[len(cwd.rstrip("/\\")) + 1 :]
+    return path
+
+
+def tool_summary(tool: str, tool_input: object, cwd: str = "") -> str:
+    """`$ git status`, `Edit src/app.py`, `→ researcher: Findings ready`, ..."""
+    inp = tool_input if isinstance(tool_input, dict) else {}
+    if tool in ("Bash", "PowerShell"):
+        return "$ " + one_line(inp.get("command"))
+    path = inp.get("file_path") or inp.get("notebook_path") or inp.get("path")
+    if tool in ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "LS") and isinstance(path, str):
+        return f"{tool} {_short_path(path, cwd)}"
+    if tool == "SendMessage":
+        recipient, _, summary, message = message_parts(inp)
+        return f"→ {recipient}: {one_line(summary or message)}"
+    if tool in ("Agent", "Task"):
+        who = inp.get("name") or inp.get("subagent_type") or "agent"
+        return f"{tool} {who}: {one_line(inp.get('description') or inp.get('prompt'))}"
+    if tool == "TaskCreate":
+        return f"TaskCreate {one_line(inp.get('subject'))}"
+    if tool == "TaskUpdate":
+        status = inp.get("status")
+        return f"TaskUpdate #{one_line(inp.get('taskId'))}" + (f" {status}" if status else "")
+    for key in ("pattern", "url", "query", "skill", "command", "description", "prompt"):
+        if isinstance(inp.get(key), str):
+            return f"{tool} {one_line(inp[key])}"
+    if tool.startswith("mcp__"):
+        return tool.replace("__", " ", 2).replace("mcp ", "mcp:", 1)
+    return tool or "tool"
+
+
+def message_parts(tool_input: Mapping[str, Any]) -> tuple[str, str, str, object]:
+    """(recipient, message type, summary, message) of a SendMessage input, current or legacy.
+
+    Current: {to, summary?, message: str | {type: ...}}; legacy: {type, recipient?, content?,
+    summary?}. A broadcast (`*` or legacy type "broadcast") has the recipient "broadcast".
+    """
+    recipient = _str(tool_input.get("to")) or _str(tool_input.get("recipient"))
+    message = tool_input.get("message", tool_input.get("content", ""))
+    mtype = _str(tool_input.get("type")) or "message"
+    if isinstance(message, dict):
+        mtype = _str(message.get("type")) or mtype
+    if recipient.strip() == "*" or mtype == "broadcast":
+        recipient = "broadcast"
+    # Cross-session addresses may carry a reference: "name [ref]".
+    recipient = recipient.split(" [", 1)[0].strip()
+    summary = _str(tool_input.get("summary"))
+    if not summary and isinstance(message, dict):
+        summary = mtype + (f": {message['reason']}" if isinstance(message.get("reason"), str) else "")
+    return recipient, mtype, summary, message
+
+
+def summarize(event: str, p: Mapping[str, Any]) -> str:
+    """The envelope's `text`: one line a person can read in a feed."""
+    tool = _str(p.get("tool_name"))
+    cwd = _str(p.get("cwd"))
+    if event == "PreToolUse":
+        return tool_summary(tool, p.get("tool_input"), cwd)
+    if event == "PostToolUse":
+        text = tool_summary(tool, p.get("tool_input"), cwd)
+        ms = p.get("duration_ms")
+        return f"{text} ({ms} ms)" if isinstance(ms, int) and tool != "SendMessage" else text
+    if event == "PostToolUseFailure":
+        verb = "interrupted" if p.get("is_interrupt") else "failed"
+        return one_line(f"{tool_summary(tool, p.get('tool_input'), cwd)} {verb}: {one_line(p.get('error'))}")
+    if event == "PermissionRequest":
+        return "permission? " + tool_summary(tool, p.get("tool_input"), cwd)
+    if event == "PermissionDenied":
+        return one_line(f"denied {tool_summary(tool, p.get('tool_input'), cwd)}: {one_line(p.get('reason'))}")
+    if event in ("UserPromptSubmit", "UserPromptExpansion"):
+        return one_line(p.get("prompt")) or "(empty prompt)"
+    if event in ("Stop", "SubagentStop"):
+        last = one_line(p.get("last_assistant_message"))
+        prefix = "" if event == "Stop" else f"{_str(p.get('agent_type')) or 'subagent'} stopped: "
+        return one_line(prefix + (last or "stopped"))
+    if event == "StopFailure":
+        return one_line(f"failed: {_str(p.get('error')) or 'unknown'} {one_line(p.get('error_details'))}")
+    if event == "SessionStart":
+        return f"session start ({_str(p.get('source')) or 'startup'})"
+    if event == "SessionEnd":
+        return f"session end ({_str(p.get('reason')) or 'other'})"
+    if event == "SubagentStart":
+        return f"{_str(p.get('agent_type')) or 'subagent'} started"
+    if event == "TeammateIdle":
+        return f"{_str(p.get('teammate_name')) or 'teammate'} idle"
+    if event in ("TaskCreated", "TaskCompleted"):
+        verb = "created" if event == "TaskCreated" else "completed"
+        return one_line(f"task #{one_line(p.get('task_id'))} {verb}: {one_line(p.get('task_subject'))}")
+    if event == "Notification":
+        return one_line(p.get("message")) or _str(p.get("notification_type")) or "notification"
+    for key in ("file_path", "new_cwd", "directory", "worktree_path", "trigger", "source", "reason"):
+        if isinstance(p.get(key), str):
+            return one_line(f"{event} {p[key]}")
+    return event or "event"
+
+
+# --- envelopes --------------------------------------------------------------------------------
+
+
+def build_envelope(
+    payload: Json,
+    environ: Mapping[str, str],
+    *,
+    now: float | None = None,
+    host: str = "",
+    redacted: int = 0,
+    event_id: str | None = None,
+) -> tuple[str, Json]:
+    """(subject, envelope) of one hook payload that was already redacted.
+
+    `payload` is kept whole as `data`; size limits are applied at encoding (encode_envelope).
+    """
+    now = time.time() if now is None else now
+    event = _str(payload.get("hook_event_name")) or "Unknown"
+    agent, team, parent = identify(payload, environ)
+    subject, kind, direction = event_subject(event, agent)
+    tool = _str(payload.get("tool_name"))
+    peer = ""
+    if tool:
+        peer = tool
+    elif event == "UserPromptSubmit":
+        peer = "user"
+    elif parent:
+        peer = parent
+    env: Json = {
+        "v": SCHEMA_VERSION,
+        "id": event_id or new_event_id(now),
+        "timestamp": iso_utc(now),
+        "event": event,
+        "kind": kind,
+        "agent": agent,
+        "team": team,
+        "direction": direction,
+        "peer": peer,
+        "text": summarize(event, payload),
+        "source": SOURCE,
+        "session_id": _str(payload.get("session_id")),
+        "agent_id": _str(payload.get("agent_id")),
+        "agent_type": _str(payload.get("agent_type")),
+        "parent_agent": parent,
+        "tool_name": tool,
+        "tool_use_id": _str(payload.get("tool_use_id")),
+        "host": host,
+        "cwd": _str(payload.get("cwd")),
+        "redacted": redacted,
+        "truncated": False,
+        "data": payload,
+    }
+    return subject, env
+
+
+def message_envelope(event_env: Json, environ: Mapping[str, str]) -> tuple[str, Json] | None:
+    """The `genie.msg.{recipient}` companion of a SendMessage PostToolUse, or None.
+
+    It has its own id and kind "message", and points at the tool event through data.event_id:
+    the store keeps the tool event as one event row and this as one message row, never two of
+    either. A send the tool reported as failed is not a delivery and gets no companion.
+    """
+    payload = event_env.get("data")
+    if (
+        event_env.get("event") != "PostToolUse"
+        or event_env.get("tool_name") != "SendMessage"
+        or not isinstance(payload, dict)
+    ):
+        return None
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    response = payload.get("tool_response")
+    if isinstance(response, dict) and response.get("success") is False:
+        return None
+    recipient, mtype, summary, message = message_parts(tool_input)
+    if not recipient or recipient == "main":
+        # The lead: the main agent of the sender's session.
+        recipient = main_agent_name(payload, environ)
+    recipient = subject_token(recipient)
+    env = dict(event_env)
+    env.update(
+        id=new_event_id(),
+        kind=MESSAGE_KIND,
+        direction="out",
+        peer=recipient,
+        text=f"→ {recipient}: {one_line(summary or message)}",
+        data={
+            "event_id": event_env["id"],
+            "from": event_env["agent"],
+            "to": recipient,
+            "to_raw": _str(tool_input.get("to")) or _str(tool_input.get("recipient")),
+            # A background agent addressed by name: the response pins the agent id it reached.
+            "to_agent_id": _str(response.get("pin", {}).get("id"))
+            if isinstance(response, dict) and isinstance(response.get("pin"), dict)
+            else "",
+            "message_type": mtype,
+            "summary": summary,
+            "message": message,
+        },
+    )
+    return message_subject(recipient), env
+
+
+def invalid_envelope(
+    raw_text: str, reason: str, environ: Mapping[str, str], *, host: str = "", redacted: int = 0
+) -> tuple[str, Json]:
+    """An envelope for stdin that is not a hook payload: kept, not dropped, with the reason."""
+    payload: Json = {"hook_event_name": INVALID_EVENT, "error": reason, "raw": raw_text}
+    subject, env = build_envelope(payload, environ, host=host, redacted=redacted)
+    env["text"] = one_line(f"invalid hook input: {reason}")
+    return subject, env
+
+
+dumps = dumpb
+
+
+def _cut(value: object, cap: int) -> object:
+    """`value` with strings longer than `cap` characters and containers longer than cap/16 items cut,
+    each cut marked."""
+    if isinstance(value, str):
+        if len(value) <= cap:
+            return value
+        return value[:cap] + f"…[agentwatch: truncated, kept {cap} of {len(value)} chars]"
+    items = max(4, cap // 16)
+    if isinstance(value, dict):
+        out: Json = {}
+        for i, (k, v) in enumerate(value.items()):
+            if i >= items:
+                out["agentwatch_truncated_keys"] = len(value) - items
+                break
+            out[k[:cap] if len(k) > cap else k] = _cut(v, cap)
+        return out
+    if isinstance(value, list):
+        kept = [_cut(v, cap) for v in value[:items]]
+        if len(value) > items:
+            kept.append(f"…[agentwatch: truncated, kept {items} of {len(value)} items]")
+        return kept
+    return value
+
+
+def encode_envelope(env: Json, max_payload: int = DEFAULT_MAX_PAYLOAD) -> bytes:
+    """The envelope as JSON bytes that fit `max_payload` with room for headers.
+
+    Oversized fields are cut, largest first in effect (every string above a cap shrinking until
+    the whole fits), the structure stays valid JSON, each cut carries a marker and the envelope
+    says `truncated: true`.
+    """
+    limit = max(max_payload - _HEADROOM, 4096)
+    body = dumps(env)
+    if len(body) <= limit:
+        return body
+    data = env.get("data")
+    out = dict(env, truncated=True)
+    size = len(body)
+    cap = max(256, limit // 2)
+    for _ in range(24):
+        # Shrink the per-string cap in proportion to the overshoot.
+        cap = max(32, int(cap * min(0.9, limit / size)))
+        out["data"] = _cut(data, cap)
+        out["text"] = one_line(env.get("text"))
+        body = dumps(out)
+        size = len(body)
+        if size <= limit:
+            return body
+        if cap == 32:
+            break
+    out["data"] = {"agentwatch_truncated": {"original_bytes": len(dumps(data)), "reason": "too large"}}
+    return dumps(out)
+
+
+def decode_envelope(body: bytes | str) -> Json:
+    """Parse and check one envelope; raise EnvelopeError with the reason when it is not one."""
+    try:
+        env = loads(body.decode("utf-8") if isinstance(body, bytes) else body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EnvelopeError(f"not JSON: {exc}") from None
+    if not isinstance(env, dict):
+        raise EnvelopeError(f"not a JSON object but {type(env).__name__}")
+    missing = [f for f in _REQUIRED if f not in env]
+    if missing:
+        raise EnvelopeError(f"missing field(s): {', '.join(missing)}")
+    if not isinstance(env["v"], int) or env["v"] > SCHEMA_VERSION:
+        raise EnvelopeError(f"unsupported schema version {env['v']!r} (this reader knows {SCHEMA_VERSION})")
+    for f in ("id", "event", "kind", "agent", "timestamp"):
+        if not isinstance(env[f], str) or not env[f]:
+            raise EnvelopeError(f"field {f!r} must be a non-empty string")
+    return env
+
+
+# --- from hook stdin to outgoing messages -----------------------------------------------------
+
+# Above this, the payload is not parsed whole (that would break the hook's deadline): its
+# headline fields are read from its head and tail and the rest is marked as cut.
+MAX_PARSE_BYTES = 8 * 1024 * 1024
+_SCALARS = (
+    "hook_event_name", "session_id", "cwd", "agent_id", "agent_type", "tool_name", "tool_use_id",
+    "permission_mode", "prompt_id", "transcript_path", "teammate_name", "team_name",
+)  # fmt: skip
+
+
+def _headline_fields(text: str) -> Json:
+    import re
+
+    found: Json = {}
+    window = text[:65536] + "\n" + text[-65536:]
+    for m in re.finditer(r'"(' + "|".join(_SCALARS) + r')"\s*:\s*"((?:[^"\\]|\\.){0,512})"', window):
+        key = m.group(1)
+        if key not in found:
+            try:
+                found[key] = loads(f'"{m.group(2)}"')
+            except ValueError:
+                continue
+    return found
+
+
+def envelopes_from_stdin(
+    raw: bytes, environ: Mapping[str, str], *, host: str = "", now: float | None = None
+) -> list[tuple[str, Json]]:
+    """Every (subject, envelope) one hook invocation publishes: the event, and a message for a
+    SendMessage delivery. Never raises for bad input: that becomes an InvalidPayload envelope."""
+    text = raw.decode("utf-8", "replace")
+    if len(raw) > MAX_PARSE_BYTES:
+        head, n_head = redact_text(text[:16384])
+        fields, n_fields = {}, 0
+        for k, v in _headline_fields(text).items():
+            red, n = redact_text(v)
+            fields[k] = red
+            n_fields += n
+        partial: Json = dict(fields)
+        partial["agentwatch_truncated"] = {"original_bytes": len(raw), "reason": "input too large to parse"}
+        partial["preview"] = head
+        subject, env = build_envelope(partial, environ, host=host, now=now, redacted=n_head + n_fields)
+        env["truncated"] = True
+        return [(subject, env)]
+    text, redactions = redact_text(text)
+    try:
+        payload: object = loads(text)
+    except JSONError as exc:
+        reason = "empty input" if not raw.strip() else f"not JSON ({exc})"
+        if raw and b"\xef\xbf\xbd" not in raw and "\ufffd" in text:
+            reason = "not UTF-8; " + reason
+        return [invalid_envelope(text, reason, environ, host=host, redacted=redactions)]
+    if not isinstance(payload, dict):
+        reason = f"a JSON {type(payload).__name__}, not an object"
+        return [invalid_envelope(text, reason, environ, host=host, redacted=redactions)]
+    if not isinstance(payload.get("hook_event_name"), str) or not payload["hook_event_name"]:
+        payload.setdefault("agentwatch_note", "hook_event_name missing")
+    out = [build_envelope(payload, environ, host=host, now=now, redacted=redactions)]
+    companion = message_envelope(out[0][1], environ)
+    if companion is not None:
+        out.append(companion)
+    return out

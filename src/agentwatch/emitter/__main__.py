@@ -1,0 +1,3 @@
+from agentwatch.emitter.hook import main
+
+main()

@@ -1,0 +1,69 @@
+"""NKEY and creds-file authentication through nats-py, for the hosts that need it.
+
+Imported only when AGENTWATCH_NATS_CREDS or AGENTWATCH_NATS_NKEY is set: it costs the hook
+asyncio and nats-py, so the common path (user/password, token, TLS) never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import nats
+
+from agentwatch.contract import DEFAULT_MAX_PAYLOAD, MSG_ID_HEADER
+from agentwatch.emitter.wire import BusError
+
+Message = tuple[str, str, bytes]
+
+
+class FallbackConnection:
+    def __init__(self, url: str, environ: Mapping[str, str], deadline: float) -> None:
+        self.deadline = deadline
+        self._loop = asyncio.new_event_loop()
+        opts: dict[str, object] = {
+            "servers": [u.strip() for u in url.split(",") if u.strip()],
+            "allow_reconnect": False,
+            "max_reconnect_attempts": 0,
+            "connect_timeout": max(0.05, deadline - time.monotonic()),
+            "name": "agentwatch-emit",
+        }
+        if environ.get("AGENTWATCH_NATS_CREDS"):
+            opts["user_credentials"] = environ["AGENTWATCH_NATS_CREDS"]
+        if environ.get("AGENTWATCH_NATS_NKEY"):
+            opts["nkeys_seed"] = environ["AGENTWATCH_NATS_NKEY"]
+        try:
+            self._nc: Any = self._run(nats.connect(**opts))
+        except BusError:
+            raise
+        except Exception as exc:
+            self._loop.close()
+            raise BusError(f"cannot connect to {url}: {exc}") from None
+        self.max_payload = self._nc.max_payload or DEFAULT_MAX_PAYLOAD
+
+    def _run(self, coro: Any) -> Any:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise BusError("deadline reached")
+        return self._loop.run_until_complete(asyncio.wait_for(coro, left))
+
+    def publish(self, messages: list[Message]) -> None:
+        async def send() -> None:
+            for subject, msg_id, body in messages:
+                await self._nc.publish(subject, body, headers={MSG_ID_HEADER: msg_id})
+            await self._nc.flush()
+
+        try:
+            self._run(send())
+        except Exception as exc:
+            raise BusError(f"publish failed: {exc}") from None
+
+    def close(self) -> None:
+        try:
+            self._run(self._nc.close())
+        except Exception:  # noqa: S110 - closing a short-lived connection; nothing to recover
+            pass
+        finally:
+            self._loop.close()

@@ -1,0 +1,210 @@
+"""The local spool: what the hook could not send waits here, oldest first, until the bus is back.
+
+One append-only file of lines `SUBJECT ID BODY` (BODY is the envelope's one-line JSON), mode
+0600, in the data dir. Appenders (concurrent hook processes) hold an exclusive flock on the file
+for the single write of their lines, so lines never interleave. The spool is bounded: an append
+that would grow it past its cap is refused (and the hook logs the drop).
+
+A flusher takes a separate lock (only one flushes at a time; a hook that finds it taken just
+skips flushing), reads from the committed position, publishes a chunk, waits for the server's
+confirmation, then commits the new position. Once everything is sent, it truncates the file under
+the append lock. A flusher killed between a publish and its commit re-sends that chunk next time:
+the message ids make JetStream drop the repeats.
+
+Standard library only: this module is on the hook's path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Message = tuple[str, str, bytes]
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+CHUNK_BYTES = 256 * 1024
+
+
+class SpoolStatus:
+    __slots__ = ("bytes", "count", "malformed", "newest_id", "oldest_id", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.count = 0
+        self.bytes = 0
+        self.malformed = 0
+        self.oldest_id = ""
+        self.newest_id = ""
+
+
+class Spool:
+    def __init__(self, directory: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.directory = directory
+        self.path = os.path.join(directory, "queue")
+        self.max_bytes = max_bytes
+        self._pos_path = os.path.join(directory, "queue.pos")
+        self._lock_path = os.path.join(directory, "flush.lock")
+
+    # -- appending (the hook, bus down) ------------------------------------------------------
+
+    def append(self, messages: list[Message]) -> bool:
+        """Append `messages` as one write; False when the spool is full and they were not kept."""
+        data = b"".join(f"{subject} {msg_id} ".encode() + body + b"\n" for subject, msg_id, body in messages)
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_size + len(data) > self.max_bytes:
+                return False
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            return True
+        finally:
+            os.close(fd)  # releases the lock
+
+    def is_empty(self) -> bool:
+        """Cheap check for the hook's fast path: one stat."""
+        try:
+            return os.stat(self.path).st_size <= self._read_pos()
+        except FileNotFoundError:
+            return True
+
+    # -- position ----------------------------------------------------------------------------
+
+    def _read_pos(self) -> int:
+        try:
+            with open(self._pos_path, "rb") as f:
+                return int(f.read().strip() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def _write_pos(self, pos: int) -> None:
+        tmp = f"{self._pos_path}.{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, str(pos).encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, self._pos_path)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _parse(chunk: bytes) -> tuple[list[Message], int]:
+        messages: list[Message] = []
+        malformed = 0
+        for line in chunk.split(b"\n"):
+            if not line:
+                continue
+            parts = line.split(b" ", 2)
+            if len(parts) != 3 or not parts[0].startswith(b"genie.") or not parts[2].startswith(b"{"):
+                malformed += 1
+                continue
+            messages.append((parts[0].decode(), parts[1].decode(), parts[2]))
+        return messages, malformed
+
+    def _chunks(self, fd: int, pos: int, size: int) -> tuple[bytes, int]:
+        """The complete lines from `pos` (at least one if there is one), and where they end."""
+        want = CHUNK_BYTES
+        while True:
+            data = os.pread(fd, want, pos)
+            end = data.rfind(b"\n")
+            if end >= 0:
+                return data[: end + 1], pos + end + 1
+            if pos + len(data) >= size or not data:
+                return b"", pos  # a line still being written, or nothing
+            want *= 2
+
+    def status(self) -> SpoolStatus:
+        st = SpoolStatus(self.path)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return st
+        try:
+            size = os.fstat(fd).st_size
+            pos = self._read_pos()
+            pos = 0 if pos > size else pos
+            st.bytes = size - pos
+            while pos < size:
+                chunk, pos_next = self._chunks(fd, pos, size)
+                if not chunk:
+                    break
+                messages, malformed = self._parse(chunk)
+                st.malformed += malformed
+                st.count += len(messages)
+                if messages:
+                    st.oldest_id = st.oldest_id or messages[0][1]
+                    st.newest_id = messages[-1][1]
+                pos = pos_next
+        finally:
+            os.close(fd)
+        return st
+
+    # -- flushing ----------------------------------------------------------------------------
+
+    def flush(
+        self,
+        send: Callable[[list[Message]], None],
+        deadline: float,
+        fit: Callable[[bytes], bytes] | None = None,
+        wait_for_lock: bool = False,
+    ) -> tuple[int, int]:
+        """Publish spooled messages oldest first through `send` until done or `deadline`.
+
+        `send` raises on failure; what it confirmed stays committed. `fit` may rewrite a body
+        that no longer fits the server. Returns (messages sent, malformed lines skipped).
+        """
+        try:
+            lock = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:
+            return 0, 0
+        sent = skipped = 0
+        try:
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not wait_for_lock or time.monotonic() >= deadline:
+                        return 0, 0
+                    time.sleep(0.02)
+            try:
+                fd = os.open(self.path, os.O_RDWR)
+            except FileNotFoundError:
+                return 0, 0
+            try:
+                size = os.fstat(fd).st_size
+                pos = self._read_pos()
+                if pos > size:
+                    pos = 0
+                while pos < size and time.monotonic() < deadline:
+                    chunk, pos_next = self._chunks(fd, pos, size)
+                    if not chunk:
+                        break
+                    messages, malformed = self._parse(chunk)
+                    skipped += malformed
+                    if fit is not None:
+                        messages = [(s, i, fit(b)) for s, i, b in messages]
+                    if messages:
+                        send(messages)
+                    sent += len(messages)
+                    pos = pos_next
+                    self._write_pos(pos)
+                if pos >= size:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    if os.fstat(fd).st_size == pos:
+                        os.ftruncate(fd, 0)
+                        self._write_pos(0)
+            finally:
+                os.close(fd)
+        finally:
+            os.close(lock)
+        return sent, skipped

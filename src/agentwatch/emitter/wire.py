@@ -1,0 +1,277 @@
+"""A minimal core-NATS publisher over one short-lived socket.
+
+INFO, CONNECT, HPUB with a Nats-Msg-Id header, PING, PONG: the PONG proves the server took every
+message sent before it. One connection, no reconnects, every wait bounded by the caller's
+deadline. User/password and token come from the URL; `tls://` (or a server that requires TLS)
+upgrades the socket after INFO. NKEY and creds files fall back to nats-py (see fallback.py).
+
+Standard library only, and built on `_socket` rather than `socket`, whose import builds enums
+that would cost the hook a noticeable share of its start-up time.
+"""
+
+from __future__ import annotations
+
+import _socket
+import time
+
+from agentwatch import __version__
+from agentwatch.contract import DEFAULT_MAX_PAYLOAD, MSG_ID_HEADER
+from agentwatch.jsonfast import dumps, loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    # (subject, message id, body)
+    Message = tuple[str, str, bytes]
+
+DEFAULT_URL = "nats://127.0.0.1:4222"
+DEFAULT_PORT = 4222
+
+
+class BusError(Exception):
+    """The bus could not be reached, refused us, or did not confirm in time."""
+
+
+class ServerURL:
+    __slots__ = ("host", "password", "port", "scheme", "token", "user")
+
+    def __init__(self, scheme: str, host: str, port: int, user: str, password: str, token: str) -> None:
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.token = token
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme in ("tls", "wss")
+
+    def display(self) -> str:
+        """The URL with its secret part masked, for messages a person reads."""
+        auth = ""
+        if self.user:
+            auth = f"{self.user}:***@"
+        elif self.token:
+            auth = "***@"
+        return f"{self.scheme}://{auth}{self.host}:{self.port}"
+
+
+def _unquote(text: str) -> str:
+    if "%" not in text:
+        return text
+    out = bytearray()
+    i = 0
+    raw = text.encode()
+    while i < len(raw):
+        if raw[i] == 0x25 and i + 2 < len(raw):
+            try:
+                out.append(int(raw[i + 1 : i + 3], 16))
+                i += 3
+                continue
+            except ValueError:
+                pass
+        out.append(raw[i])
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
+def parse_urls(value: str) -> list[ServerURL]:
+    """Parse `nats://[user[:pass]@|token@]host[:port]`, comma-separated for a cluster."""
+    urls = []
+    for item in value.split(","):
+        part = item.strip()
+        if not part:
+            continue
+        scheme, sep, rest = part.partition("://")
+        if not sep:
+            scheme, rest = "nats", part
+        scheme = scheme.lower()
+        if scheme not in ("nats", "tls"):
+            raise ValueError(f"unsupported NATS URL scheme {scheme!r} in {part!r}: use nats:// or tls://")
+        rest = rest.split("/", 1)[0]
+        user = password = token = ""
+        if "@" in rest:
+            auth, rest = rest.rsplit("@", 1)
+            if ":" in auth:
+                user, password = auth.split(":", 1)
+                user, password = _unquote(user), _unquote(password)
+            else:
+                token = _unquote(auth)
+        host, port = rest, DEFAULT_PORT
+        if rest.startswith("["):
+            host, _, tail = rest[1:].partition("]")
+            if tail.startswith(":"):
+                port = int(tail[1:])
+        elif rest.count(":") == 1:
+            host, port_text = rest.split(":")
+            port = int(port_text)
+        urls.append(ServerURL(scheme, host or "127.0.0.1", port, user, password, token))
+    if not urls:
+        raise ValueError("no NATS server URL given")
+    return urls
+
+
+class Connection:
+    """One connected, authenticated client socket."""
+
+    def __init__(self, url: ServerURL, deadline: float) -> None:
+        self.url = url
+        self.deadline = deadline
+        self.info: dict[str, Any] = {}
+        self._buf = b""
+        self._sock: Any = None
+        self._connect()
+
+    @property
+    def max_payload(self) -> int:
+        value = self.info.get("max_payload")
+        return value if isinstance(value, int) and value > 0 else DEFAULT_MAX_PAYLOAD
+
+    def _remaining(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise BusError("deadline reached")
+        return left
+
+    def _connect(self) -> None:
+        url = self.url
+        last: Exception | None = None
+        try:
+            # An ASCII host goes as bytes: a str would load the IDNA codec on every run.
+            host = url.host.encode() if url.host.isascii() else url.host
+            infos = _socket.getaddrinfo(host, url.port, 0, _socket.SOCK_STREAM)
+        except OSError as exc:
+            raise BusError(f"cannot resolve {url.host}: {exc}") from None
+        for family, socktype, proto, _, addr in infos:
+            sock = _socket.socket(family, socktype, proto)
+            try:
+                sock.settimeout(self._remaining())
+                sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+                sock.connect(addr)
+            except (OSError, BusError) as exc:
+                sock.close()
+                last = exc
+                continue
+            self._sock = sock
+            break
+        else:
+            raise BusError(f"cannot connect to {url.display()}: {last}")
+        try:
+            line = self._readline()
+            if not line.startswith(b"INFO "):
+                raise BusError(f"{url.display()} did not greet like a NATS server: {line[:60]!r}")
+            self.info = loads(line[5:].decode("utf-8", "replace"))
+            if url.tls or self.info.get("tls_required"):
+                self._start_tls()
+            self._send(self._connect_line())
+        except BusError:
+            self.close()
+            raise
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise BusError(f"{url.display()}: {exc}") from None
+
+    def _start_tls(self) -> None:
+        import os
+        import socket
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=os.environ.get("AGENTWATCH_NATS_CA") or None)
+        cert = os.environ.get("AGENTWATCH_NATS_CERT")
+        if cert:
+            ctx.load_cert_chain(cert, os.environ.get("AGENTWATCH_NATS_KEY") or None)
+        plain = socket.socket(fileno=self._sock.detach())
+        plain.settimeout(self._remaining())
+        self._sock = ctx.wrap_socket(plain, server_hostname=self.url.host)
+
+    def _connect_line(self) -> bytes:
+        opts: dict[str, object] = {
+            "verbose": False,
+            "pedantic": False,
+            "headers": True,
+            "no_responders": False,
+            "lang": "python-agentwatch-emit",
+            "version": __version__,
+            "protocol": 1,
+            "name": "agentwatch-emit",
+        }
+        if self.url.user:
+            opts["user"] = self.url.user
+            opts["pass"] = self.url.password
+        elif self.url.token:
+            opts["auth_token"] = self.url.token
+        return b"CONNECT " + dumps(opts).encode() + b"\r\n"
+
+    def _send(self, data: bytes) -> None:
+        self._sock.settimeout(self._remaining())
+        self._sock.sendall(data)
+
+    def _readline(self) -> bytes:
+        while b"\r\n" not in self._buf:
+            self._sock.settimeout(self._remaining())
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise BusError(f"{self.url.display()} closed the connection")
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\r\n")
+        return line
+
+    def publish(self, messages: Iterable[Message]) -> None:
+        """Send `messages` and return once the server confirmed them (PONG), or raise BusError."""
+        parts = []
+        headers = bool(self.info.get("headers", True))
+        for subject, msg_id, body in messages:
+            if headers:
+                hdr = f"NATS/1.0\r\n{MSG_ID_HEADER}: {msg_id}\r\n\r\n".encode()
+                parts.append(f"HPUB {subject} {len(hdr)} {len(hdr) + len(body)}\r\n".encode())
+                parts.append(hdr)
+            else:
+                parts.append(f"PUB {subject} {len(body)}\r\n".encode())
+            parts.append(body)
+            parts.append(b"\r\n")
+        parts.append(b"PING\r\n")
+        try:
+            self._send(b"".join(parts))
+            self.confirm()
+        except OSError as exc:
+            raise BusError(f"{self.url.display()}: {exc}") from None
+
+    def confirm(self) -> None:
+        """Wait for the PONG that follows everything sent so far."""
+        while True:
+            line = self._readline()
+            if line == b"PONG":
+                return
+            if line.startswith(b"-ERR"):
+                raise BusError(f"{self.url.display()} refused: {line[5:].decode(errors='replace')}")
+            if line == b"PING":
+                self._send(b"PONG\r\n")
+            # INFO updates and +OK need no answer.
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+
+def connect(
+    urls: list[ServerURL], deadline: float, on_error: Callable[[str], None] | None = None
+) -> Connection:
+    """The first server of `urls` that accepts us before `deadline`."""
+    errors = []
+    for url in urls:
+        try:
+            return Connection(url, deadline)
+        except BusError as exc:
+            errors.append(str(exc))
+            if time.monotonic() >= deadline:
+                break
+    message = "; ".join(errors) or "no server tried"
+    if on_error is not None:
+        on_error(message)
+    raise BusError(message)
