@@ -23,7 +23,7 @@ class FallbackConnection:
     def __init__(self, url: str, environ: Mapping[str, str], deadline: float) -> None:
         self.deadline = deadline
         self._loop = asyncio.new_event_loop()
-        opts: dict[str, object] = {
+        opts: dict[str, Any] = {
             "servers": [u.strip() for u in url.split(",") if u.strip()],
             "allow_reconnect": False,
             "max_reconnect_attempts": 0,
