@@ -379,7 +379,7 @@ def build_envelope(
         "team": team,
         "direction": direction,
         "peer": peer,
-        "text": summarize(event, payload),
+        "text": one_line(summarize(event, payload)),
         "source": SOURCE,
         "session_id": _str(payload.get("session_id")),
         "agent_id": _str(payload.get("agent_id")),

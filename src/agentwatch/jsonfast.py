@@ -68,8 +68,16 @@ def loads(text: str) -> Any:
         value, end = scan(text, start)
     except StopIteration as stop:
         raise JSONError(f"expecting a value at char {stop.value}") from None
-    except ValueError as exc:  # json.JSONDecodeError from inside the scanner
-        raise JSONError(str(exc)) from None
+    except (ValueError, SystemError):
+        # The scanner builds its error from json.decoder, which this module does not load: on
+        # this (rare) path, let the json package parse again and say what is wrong.
+        import json
+
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            raise JSONError(str(exc)) from None
+        raise JSONError("invalid JSON") from None
     finally:
         _Context.memo.clear()
     if text[end:].strip(_WS):

