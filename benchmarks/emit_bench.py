@@ -52,6 +52,39 @@ def emit_command() -> list[str]:
     return [script]
 
 
+HOOK_MODULES = (
+    "agentwatch",
+    "agentwatch.config",
+    "agentwatch.jsonfast",
+    "agentwatch.redact",
+    "agentwatch.contract",
+    "agentwatch.emitter",
+    "agentwatch.emitter.spool",
+    "agentwatch.emitter.hook",
+    "agentwatch.emitter.wire",
+)
+
+
+def stale_bytecode() -> list[str]:
+    """Hook modules whose cached bytecode is missing or older than the source.
+
+    Where PYTHONDONTWRITEBYTECODE is set, such a module is compiled again on every hook run,
+    which is most of what the hook costs: measure that and the figure means nothing.
+    """
+    import importlib.util
+
+    stale = []
+    for name in HOOK_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        source = Path(spec.origin)
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        if not cached.exists() or cached.stat().st_mtime < source.stat().st_mtime:
+            stale.append(name)
+    return stale
+
+
 def time_run(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, check=False)
@@ -81,6 +114,12 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=60)
     args = parser.parse_args()
+    stale = stale_bytecode()
+    if stale:
+        sys.exit(
+            f"stale or missing bytecode for {', '.join(stale)}: run `python -m compileall -q src` "
+            "(or install without -e) first, else every hook run recompiles them"
+        )
     payload = json.dumps(SAMPLE).encode()
     if FIXTURE.exists():
         payload = json.dumps(json.loads(FIXTURE.read_text().splitlines()[5])["payload"]).encode()
