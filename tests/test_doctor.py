@@ -18,14 +18,18 @@ def test_doctor_with_bus_up(nats_server: NatsServer, tmp_path: Path) -> None:
     assert "spool:     0 message(s)" in out
     assert "crash log: 0 line(s)" in out
     assert "hook time:" in out and "x a bare `python -c pass`" in out
-    assert not (tmp_path / "data" / "spool" / "queue").exists(), "the timing probe never spools into the user's spool"
+    queue = tmp_path / "data" / "spool" / "queue"
+    assert not queue.exists(), "the timing probe never spools into the user's spool"
 
 
 def test_doctor_with_bus_down_shows_spool_and_crash_log(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    env = clean_env(AGENTWATCH_DATA_DIR=str(data), AGENTWATCH_NATS_URL=f"nats://user:hunter2@127.0.0.1:{free_port()}")
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(data), AGENTWATCH_NATS_URL=f"nats://user:hunter2@127.0.0.1:{free_port()}"
+    )
     assert run_emit(b'{"hook_event_name": "Stop", "session_id": "s"}', env).returncode == 0
-    data.joinpath("crash.jsonl").write_text(json.dumps({"kind": "crash", "message": "boom from a test"}) + "\n")
+    record = {"kind": "crash", "message": "boom from a test"}
+    data.joinpath("crash.jsonl").write_text(json.dumps(record) + "\n")
     result = run_cli("doctor", "--runs", "2", "--timeout", "0.5", env=env)
     assert result.returncode == 1
     out = result.stdout
