@@ -10,6 +10,7 @@ python3 -m venv .venv
 # run recompiles them, which doubles its start-up time.
 .venv/bin/python -m compileall -q src >/dev/null
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 .venv/bin/mypy
 # pytest exits 5 when it collected no test: under `set -e` that fails the run, as it should.
 .venv/bin/python -m pytest "$@"
