@@ -39,6 +39,8 @@ DEFAULT_MAX_PAYLOAD = 1024 * 1024
 _HEADROOM = 512
 TOKEN_MAX = 64
 TEXT_MAX = 200
+# Envelope string fields other than data (cwd, ids, ...) are cut to this when a body must shrink.
+HEADLINE_MAX = 1024
 
 # Every hook event of Claude Code 2.1.330, in the order the reference lists them.
 HOOK_EVENTS: tuple[str, ...] = (
@@ -102,21 +104,26 @@ def subject_token(value: object, fallback: str = "unknown") -> str:
     text = value if isinstance(value, str) else ("" if value is None else str(value))
     out = []
     prev_sep = True
+    lossy = False  # a letter or digit was dropped: names that differ only there must not collide
     for ch in text:
         if ch in _TOKEN_OK:
             out.append(ch)
             prev_sep = False
-        elif not prev_sep:
-            out.append("_")
-            prev_sep = True
-    token = "".join(out).strip("_")[:TOKEN_MAX].rstrip("_")
-    if token:
+        else:
+            lossy = lossy or ch.isalnum()
+            if not prev_sep:
+                out.append("_")
+                prev_sep = True
+    token = "".join(out).strip("_")
+    if not lossy and token and len(token) <= TOKEN_MAX:
         return token
-    if text.strip():
-        import zlib
+    if not token and not text.strip():
+        return fallback
+    import zlib
 
-        return f"{fallback}-{zlib.crc32(text.encode('utf-8', 'replace')):08x}"
-    return fallback
+    digest = f"{zlib.crc32(text.encode('utf-8', 'replace')):08x}"
+    base = token[: TOKEN_MAX - 9].rstrip("_") or fallback
+    return f"{base}-{digest}"
 
 
 def snake_case(name: str) -> str:
@@ -396,7 +403,9 @@ def build_envelope(
     return subject, env
 
 
-def message_envelope(event_env: Json, environ: Mapping[str, str]) -> tuple[str, Json] | None:
+def message_envelope(
+    event_env: Json, environ: Mapping[str, str], now: float | None = None
+) -> tuple[str, Json] | None:
     """The `genie.msg.{recipient}` companion of a SendMessage PostToolUse, or None.
 
     It has its own id and kind "message", and points at the tool event through data.event_id:
@@ -423,11 +432,11 @@ def message_envelope(event_env: Json, environ: Mapping[str, str]) -> tuple[str, 
     recipient = subject_token(recipient)
     env = dict(event_env)
     env.update(
-        id=new_event_id(),
+        id=new_event_id(now),
         kind=MESSAGE_KIND,
         direction="out",
         peer=recipient,
-        text=f"→ {recipient}: {one_line(summary or message)}",
+        text=one_line(f"→ {recipient}: {one_line(summary or message)}"),
         data={
             "event_id": event_env["id"],
             "from": event_env["agent"],
@@ -495,19 +504,28 @@ def encode_envelope(env: Json, max_payload: int = DEFAULT_MAX_PAYLOAD) -> bytes:
         return body
     data = env.get("data")
     out = dict(env, truncated=True)
-    size = len(body)
-    cap = max(256, limit // 2)
-    for _ in range(24):
-        # Shrink the per-string cap in proportion to the overshoot.
-        cap = max(32, int(cap * min(0.9, limit / size)))
+    for key, value in env.items():
+        if key != "data" and isinstance(value, str) and len(value) > HEADLINE_MAX:
+            out[key] = _cut(value, HEADLINE_MAX)
+    out["text"] = one_line(env.get("text"))
+
+    def fitted(cap: int) -> bytes | None:
         out["data"] = _cut(data, cap)
-        out["text"] = one_line(env.get("text"))
-        body = dumps(out)
-        size = len(body)
-        if size <= limit:
-            return body
-        if cap == 32:
-            break
+        candidate = dumps(out)
+        return candidate if len(candidate) <= limit else None
+
+    # The largest per-field cap that fits: cut as little as possible, largest fields first.
+    low, high = 32, max(64, len(body))
+    best = fitted(low)
+    if best is not None:
+        while high - low > max(16, low // 64):
+            mid = (low + high) // 2
+            candidate = fitted(mid)
+            if candidate is None:
+                high = mid
+            else:
+                low, best = mid, candidate
+        return best
     out["data"] = {"agentwatch_truncated": {"original_bytes": len(dumps(data)), "reason": "too large"}}
     return dumps(out)
 
@@ -523,7 +541,7 @@ def decode_envelope(body: bytes | str) -> Json:
     missing = [f for f in _REQUIRED if f not in env]
     if missing:
         raise EnvelopeError(f"missing field(s): {', '.join(missing)}")
-    if not isinstance(env["v"], int) or env["v"] > SCHEMA_VERSION:
+    if type(env["v"]) is not int or not 1 <= env["v"] <= SCHEMA_VERSION:
         raise EnvelopeError(f"unsupported schema version {env['v']!r} (this reader knows {SCHEMA_VERSION})")
     for f in ("id", "event", "kind", "agent", "timestamp"):
         if not isinstance(env[f], str) or not env[f]:
@@ -538,22 +556,30 @@ def decode_envelope(body: bytes | str) -> Json:
 MAX_PARSE_BYTES = 8 * 1024 * 1024
 _SCALARS = (
     "hook_event_name", "session_id", "cwd", "agent_id", "agent_type", "tool_name", "tool_use_id",
-    "permission_mode", "prompt_id", "transcript_path", "teammate_name", "team_name",
+    "permission_mode", "prompt_id", "transcript_path", "teammate_name", "team_name", "prompt",
 )  # fmt: skip
+# Fields of tool_input worth keeping from an oversized payload: they make its feed line.
+_INPUT_SCALARS = ("command", "file_path", "pattern", "url", "description", "to", "summary")
 
 
 def _headline_fields(text: str) -> Json:
+    """Top-level scalar fields (and a few tool_input ones) found in the head and tail of `text`."""
     import re
 
     found: Json = {}
+    tool_input: Json = {}
     window = text[:65536] + "\n" + text[-65536:]
-    for m in re.finditer(r'"(' + "|".join(_SCALARS) + r')"\s*:\s*"((?:[^"\\]|\\.){0,512})"', window):
+    keys = "|".join(_SCALARS + _INPUT_SCALARS)
+    for m in re.finditer(r'"(' + keys + r')"\s*:\s*"((?:[^"\\]|\\.){0,512})"', window):
         key = m.group(1)
-        if key not in found:
+        target = found if key in _SCALARS else tool_input
+        if key not in target:
             try:
-                found[key] = loads(f'"{m.group(2)}"')
+                target[key] = loads(f'"{m.group(2)}"')
             except ValueError:
                 continue
+    if tool_input and "tool_name" in found:
+        found["tool_input"] = tool_input
     return found
 
 
@@ -565,11 +591,8 @@ def envelopes_from_stdin(
     text = raw.decode("utf-8", "replace")
     if len(raw) > MAX_PARSE_BYTES:
         head, n_head = redact_text(text[:16384])
-        fields, n_fields = {}, 0
-        for k, v in _headline_fields(text).items():
-            red, n = redact_text(v)
-            fields[k] = red
-            n_fields += n
+        fields_text, n_fields = redact_text(dumpb(_headline_fields(text)).decode())
+        fields = loads(fields_text)
         partial: Json = dict(fields)
         partial["agentwatch_truncated"] = {"original_bytes": len(raw), "reason": "input too large to parse"}
         partial["preview"] = head
@@ -590,7 +613,7 @@ def envelopes_from_stdin(
     if not isinstance(payload.get("hook_event_name"), str) or not payload["hook_event_name"]:
         payload.setdefault("agentwatch_note", "hook_event_name missing")
     out = [build_envelope(payload, environ, host=host, now=now, redacted=redactions)]
-    companion = message_envelope(out[0][1], environ)
+    companion = message_envelope(out[0][1], environ, now)
     if companion is not None:
         out.append(companion)
     return out

@@ -19,9 +19,15 @@ if TYPE_CHECKING:
 
 MARK = "[REDACTED:{}]"
 _compiled: dict[str, re.Pattern[str]] = {}
+# Start of a token: a word boundary, or right after a JSON escape such as \n or \t, where `\b`
+# fails because the escape's letter counts as part of a word.
+_B = r"(?:(?<=\\[nrtbf])|(?<![A-Za-z0-9_]))"
 
 # Values of NAME=value assignments that are plainly not secrets: leaving them keeps code readable.
-_BENIGN = r"(?i)(?:true|false|none|null|nil|yes|no|\d{1,6}|\$.*|%.*%|<.*>|\*+|\.\.\.)"
+_BENIGN = (
+    r"(?i)(?:true|false|none|null|nil|yes|no|\d{1,6}|\$.*|%.*%|<.*>|\*+|\.\.\.|=.*"
+    r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(\))?)"
+)
 # Secret-looking JSON keys; usage counters such as input_tokens end in "s" and hold numbers anyway.
 _JSON_KEY = r"[A-Za-z0-9_\-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)"
 
@@ -53,10 +59,11 @@ def _assignment(m: re.Match[str]) -> str:
 
 
 def _json_value(m: re.Match[str]) -> str:
-    value = m.group(2)
+    base = 1 if m.group(1) is not None else 4
+    value = m.group(base + 1)
     if not value or value.startswith("[REDACTED") or _benign(value):
         return m.group(0)
-    return m.group(1) + _mark("json_key") + m.group(3)
+    return m.group(base) + _mark("json_key") + m.group(base + 2)
 
 
 def _keep_prefix(name: str) -> Callable[[re.Match[str]], str]:
@@ -89,7 +96,7 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
     (
         "private_key",
         _cased("PRIVATE KEY-----"),
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[^\"-]|-(?!----END))*"
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[^\"\\-]|\\[^\"]|-(?!----END))*"
         r"(?:-----END[A-Z0-9 ]*PRIVATE KEY-----)?",
         _mark("private_key"),
     ),
@@ -97,25 +104,28 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
     (
         "openai_key",
         _cased("sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-", "T3BlbkFJ"),
-        r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|\bsk-[A-Za-z0-9_\-]*T3BlbkFJ[A-Za-z0-9_\-]*",
+        _B
+        + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|"
+        + _B
+        + r"sk-[A-Za-z0-9_\-]*T3BlbkFJ[A-Za-z0-9_\-]*",
         _mark("openai_key"),
     ),
     (
         "aws_access_key",
         _cased("AKIA", "ASIA", "ABIA", "ACCA"),
-        r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+        _B + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
         _mark("aws_access_key"),
     ),
     (
         "github_token",
         _cased("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        _B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
         _mark("github_token"),
     ),
     (
         "slack_token",
         _cased("xoxa-", "xoxb-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-"),
-        r"\bxox[abposre]-[A-Za-z0-9\-]{10,}",
+        _B + r"xox[abposre]-[A-Za-z0-9\-]{10,}",
         _mark("slack_token"),
     ),
     (
@@ -124,25 +134,30 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
         r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
         "hooks.slack.com/" + _mark("slack_webhook"),
     ),
-    ("google_api_key", _cased("AIza"), r"\bAIza[0-9A-Za-z_\-]{35}", _mark("google_api_key")),
-    ("google_oauth", _cased("ya29."), r"\bya29\.[0-9A-Za-z_\-]{20,}", _mark("google_oauth")),
+    ("google_api_key", _cased("AIza"), _B + r"AIza[0-9A-Za-z_\-]{35}", _mark("google_api_key")),
+    ("google_oauth", _cased("ya29."), _B + r"ya29\.[0-9A-Za-z_\-]{20,}", _mark("google_oauth")),
     (
         "jwt",
         _cased("eyJ"),
-        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         _mark("jwt"),
     ),
-    ("bearer", _any("bearer "), r"(?i)(\bbearer\s+)[A-Za-z0-9_\-.=+/~]{12,}", _keep_prefix("bearer")),
+    (
+        "bearer",
+        _any("bearer "),
+        r"(?i)(" + _B + r"bearer\s+)[A-Za-z0-9_\-.=+/~]{12,}",
+        _keep_prefix("bearer"),
+    ),
     (
         "basic_auth",
         _any("basic "),
-        r"(?i)(\bauthorization:\s*basic\s+)[A-Za-z0-9+/=]{8,}",
+        r"(?i)(" + _B + r"authorization:\s*basic\s+)[A-Za-z0-9+/=]{8,}",
         _keep_prefix("basic_auth"),
     ),
     (
         "url_password",
         lambda text, low: "://" in text and "@" in text,
-        r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"\\]+:)[^\s@/\"\\]+(?=@)",
+        r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"\\\[\]]+:)[^\s@/\"\\\[\]]+(?=@)",
         _keep_prefix("url_password"),
     ),
     (
@@ -150,14 +165,15 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
         _any(*_JSON_KEY_TRIGGER),
         # "key": "value" in the payload itself, or \"key\": \"value\" inside a string (a file
         # or a command's output that is itself JSON).
-        r'(?i)(\\?"' + _JSON_KEY + r'\\?"\s*:\s*\\?")((?:[^"\\]|\\[^"])*)(\\?")',
+        r'(?i)(?:("' + _JSON_KEY + r'"\s*:\s*")((?:[^"\\]|\\.)*)(")'
+        r'|(\\"' + _JSON_KEY + r'\\"\s*:\s*\\")((?:[^"\\]|\\[^"])*)(\\"))',
         _json_value,
     ),
     (
         "assignment",
         _any(*_ASSIGN),
         r"(?i)(\b[A-Za-z0-9_]*(?:_key|_token|_secret|_pwd|password|passwd|secret|token|apikey))"
-        r"(\s*=\s*)('[^']*'|\\\"(?:[^\"\\]|\\[^\"])*?\\\"|[^\s\"\\'&;|,)}]+)",
+        r"(\s*=\s*)('(?:[^'\"\\]|\\[^\"])*'|'(?:[^'\"\\]|\\[^\"])+|\\\"(?:[^\"\\]|\\[^\"])*?\\\"|[^\s\"\\'&;|,)}]+)",
         _assignment,
     ),
 )

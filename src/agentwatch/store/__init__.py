@@ -1,0 +1,1 @@
+"""The ClickHouse store: schema, migrations and batch inserts of envelopes."""

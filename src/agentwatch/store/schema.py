@@ -1,0 +1,236 @@
+"""The store's ClickHouse schema: numbered SQL migrations, retention, and the batch inserts.
+
+The schema lives in `schema/NNN_name.sql` next to this module (shipped in the wheel), applied in
+version order and recorded in `schema_migrations`. Every statement is idempotent (`IF NOT
+EXISTS`) and names its tables unqualified, so it lands in the client's current database: the
+same code serves embedded chDB (`clickhouse_connect.get_client(dsn="chdb:///dir")`) and a
+ClickHouse server over HTTP.
+
+A file holds one or more statements, each ending with a semicolon at the end of a line; a
+semicolon anywhere else (inside a line, in a string, in a comment) does not split. A change to
+an applied file is never re-applied: add a new file (`CREATE OR REPLACE VIEW ...`, `ALTER ...`).
+
+Writes go in one `raw_insert` per table and batch: the envelope bodies exactly as published,
+newline-joined, in JSONEachRow, with INSERT_SETTINGS. Nothing is parsed in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib.resources import files
+from typing import TYPE_CHECKING
+
+from agentwatch.jsonfast import dumps
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.resources.abc import Traversable
+
+    from clickhouse_connect.driver.client import Client
+
+SCHEMA_DIR: Traversable = files("agentwatch.store").joinpath("schema")
+
+EVENTS_TABLE = "events"
+MESSAGE_ENVELOPES_TABLE = "message_envelopes"
+DEAD_LETTERS_TABLE = "dead_letters"
+MIGRATIONS_TABLE = "schema_migrations"
+# Tables whose rows expire after the retention period (apply_migrations / set_retention).
+RETENTION_TABLES: tuple[str, ...] = ("events", "messages")
+
+# Created before anything else: it records which files were applied. ReplacingMergeTree on
+# version, so two processes applying the same file at once still leave one row per version.
+_MIGRATIONS_DDL = f"""CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE}
+(
+    version UInt32,
+    name String,
+    applied_at DateTime DEFAULT now()
+)
+ENGINE = ReplacingMergeTree
+ORDER BY version"""
+
+# Settings for inserting envelope bodies with FORMAT JSONEachRow.
+INSERT_SETTINGS: dict[str, object] = {
+    # `data` (an object) lands in its String column as its JSON text, byte for byte.
+    "input_format_json_read_objects_as_strings": 1,
+    # ... and an array too (an envelope from a future or foreign writer).
+    "input_format_json_read_arrays_as_strings": 1,
+    # Fields a later contract version adds must not fail the batch.
+    "input_format_skip_unknown_fields": 1,
+    # Timestamps look like 2026-11-22T03:37:45.193Z.
+    "date_time_input_format": "best_effort",
+    # A missing field takes its column's DEFAULT (subject, stored_at), a null its type's default.
+    "input_format_defaults_for_omitted_fields": 1,
+    "input_format_null_as_default": 1,
+    # The store batches by itself and acknowledges the bus only once the insert returned: a
+    # synchronous insert (not the server's async buffer, on by default in recent ClickHouse).
+    "async_insert": 0,
+}
+
+_FILE_RE = re.compile(r"^(\d+)_([A-Za-z0-9_]+)\.sql$")
+_TTL_RE = re.compile(r"\bTTL\s+(.*?)(?:\s+SETTINGS\s|$)", re.DOTALL)
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of one migration file: split at a `;` that ends a line (outside a `--`
+    comment line); comment-only and empty chunks are dropped."""
+    statements: list[str] = []
+    current: list[str] = []
+    for line in sql.splitlines():
+        current.append(line)
+        stripped = line.rstrip()
+        if stripped.endswith(";") and not stripped.lstrip().startswith("--"):
+            current[-1] = stripped[:-1]
+            _keep(statements, current)
+            current = []
+    _keep(statements, current)
+    return statements
+
+
+def _keep(statements: list[str], lines: list[str]) -> None:
+    code = [line for line in lines if line.strip() and not line.strip().startswith("--")]
+    if code:
+        statements.append("\n".join(lines).strip())
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, SQL text) of every schema file, in version order; the name is the file's
+    stem (`001_events`)."""
+    found: list[tuple[int, str, str]] = []
+    for entry in SCHEMA_DIR.iterdir():
+        match = _FILE_RE.match(entry.name)
+        if match is None or not entry.is_file():
+            continue
+        found.append((int(match.group(1)), entry.name[:-4], entry.read_text(encoding="utf-8")))
+    found.sort()
+    versions = [v for v, _, _ in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"two schema files share a version: {sorted(versions)}")
+    return found
+
+
+def applied_versions(client: Client) -> set[int]:
+    """Versions recorded in schema_migrations (which must exist)."""
+    rows = client.query("SELECT DISTINCT version FROM schema_migrations").result_rows
+    return {int(row[0]) for row in rows}
+
+
+def apply_migrations(client: Client, retention_days: int = 0) -> list[str]:
+    """Apply every schema file not yet recorded in schema_migrations, in order, record each, and
+    set the retention of events and messages (0: keep forever). Returns the names applied.
+
+    Safe on every start, and when two stores start at once: each statement is idempotent and a
+    file recorded twice is still one version.
+    """
+    if retention_days < 0:
+        raise ValueError(f"retention_days must be 0 (forever) or positive, not {retention_days}")
+    client.command(_MIGRATIONS_DDL)
+    done = applied_versions(client)
+    applied: list[str] = []
+    for version, name, sql in migrations():
+        if version in done:
+            continue
+        for statement in split_statements(sql):
+            client.command(statement)
+        client.insert(
+            MIGRATIONS_TABLE,
+            [[version, name]],
+            column_names=["version", "name"],
+            column_type_names=["UInt32", "String"],
+        )
+        applied.append(name)
+    set_retention(client, retention_days)
+    return applied
+
+
+def table_ttl(client: Client, table: str) -> str:
+    """The table's TTL expression as ClickHouse formats it, '' when it has none."""
+    rows = client.query(
+        "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
+        parameters={"t": table},
+    ).result_rows
+    if not rows:
+        raise LookupError(f"no table {table!r} in the current database")
+    match = _TTL_RE.search(str(rows[0][0]))
+    return match.group(1).strip() if match else ""
+
+
+def set_retention(client: Client, days: int) -> None:
+    """Rows of events and messages expire `days` days after their timestamp; 0 removes the TTL.
+
+    A table whose TTL already says so is left alone: changing a TTL rewrites the table's parts.
+    """
+    for table in RETENTION_TABLES:
+        current = table_ttl(client, table)
+        if days > 0:
+            if current.replace(" ", "") == f"toDateTime(timestamp)+toIntervalDay({days})":
+                continue
+            client.command(f"ALTER TABLE {table} MODIFY TTL toDateTime(timestamp) + INTERVAL {int(days)} DAY")
+        elif current:
+            client.command(f"ALTER TABLE {table} REMOVE TTL")
+
+
+def _subject_head(subject: str) -> bytes:
+    return b'{"subject":' + dumps(subject).encode("utf-8", "backslashreplace") + b","
+
+
+def _object_rest(body: bytes) -> bytes:
+    """`body` after its opening brace, for a body that does not start with it (whitespace)."""
+    return body[body.index(b"{") + 1 :]
+
+
+def insert_batch(
+    client: Client, events: Sequence[bytes], messages: Sequence[bytes], subjects: Sequence[str] | None = None
+) -> None:
+    """Insert event envelopes into `events` and message envelopes into `message_envelopes`
+    (whose materialized view fills `messages`): one raw_insert per non-empty list.
+
+    Bodies are the envelope bytes as published: one compact JSON object each, no newline
+    inside. `subjects`, parallel to `events`, fills the `subject` column: it is spliced into
+    each body as its first field, which costs one slice per row (a body must not carry a
+    `subject` of its own: ClickHouse rejects a row with a duplicate key).
+    """
+    if events:
+        if subjects is None:
+            block = b"\n".join(events)
+        else:
+            if len(subjects) != len(events):
+                raise ValueError(f"{len(subjects)} subjects for {len(events)} events")
+            heads = {s: _subject_head(s) for s in set(subjects)}
+            block = b"\n".join(
+                [
+                    heads[s] + (body[1:] if body[0] == 123 else _object_rest(body))  # 123: "{"
+                    for body, s in zip(events, subjects, strict=True)
+                ]
+            )
+        client.raw_insert(EVENTS_TABLE, insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS)
+    if messages:
+        client.raw_insert(
+            MESSAGE_ENVELOPES_TABLE,
+            insert_block=b"\n".join(messages),
+            fmt="JSONEachRow",
+            settings=INSERT_SETTINGS,
+        )
+
+
+DEAD_LETTER_COLUMNS: tuple[str, ...] = ("subject", "stream_seq", "deliveries", "reason", "body")
+_DEAD_LETTER_TYPES: tuple[str, ...] = ("String", "UInt64", "UInt32", "String", "String")
+
+
+def insert_dead_letters(client: Client, rows: Sequence[tuple[str, int, int, str, bytes]]) -> None:
+    """Keep messages that can never be stored: (subject, stream_seq, deliveries, reason, body)."""
+    if not rows:
+        return
+    subjects, seqs, deliveries, reasons, bodies = zip(*rows, strict=True)
+    client.insert(
+        DEAD_LETTERS_TABLE,
+        [
+            list(subjects),
+            list(seqs),
+            list(deliveries),
+            list(reasons),
+            [b.decode("utf-8", "replace") for b in bodies],
+        ],
+        column_names=list(DEAD_LETTER_COLUMNS),
+        column_type_names=list(_DEAD_LETTER_TYPES),
+        column_oriented=True,
+    )

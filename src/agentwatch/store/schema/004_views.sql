@@ -1,0 +1,212 @@
+-- Read-side views. Each reads `events FINAL`, so a redelivered event (same timestamp and id)
+-- is counted once even before the background merge collapsed it.
+-- Ties between events of the same millisecond are broken by id (a ULID, time-ordered).
+
+-- tool_calls: one row per tool_use_id (not empty), the PreToolUse paired with its result.
+-- Pairs are made within a session: a tool_use_id is unique there (and in practice everywhere).
+--   session_id, tool_use_id
+--                 the call's session and id, from Claude Code
+--   agent, team, agent_id, host
+--                 from the PreToolUse (from the result when the call was never seen)
+--   tool          tool_name
+--   text          the call's one-line summary (the PreToolUse's text, else the result's)
+--   started       the PreToolUse time, NULL when it was never seen
+--   ended         the PostToolUse / PostToolUseFailure / PermissionDenied time, NULL while running
+--   duration_ms   the result payload's duration_ms when present, else ended - started in
+--                 milliseconds, NULL when unpaired and the payload has none
+--   status        ok, error, interrupted (a failure with is_interrupt true), denied, running (a
+--                 call with no result yet), orphan (a result whose call was never seen)
+--   error         the failure's error text, '' otherwise
+CREATE VIEW IF NOT EXISTS tool_calls AS
+SELECT
+    session_id,
+    tool_use_id,
+    argMin(agent, (is_call = 0, timestamp, id)) AS agent,
+    argMin(team, (is_call = 0, timestamp, id)) AS team,
+    argMin(agent_id, (is_call = 0, timestamp, id)) AS agent_id,
+    argMin(host, (is_call = 0, timestamp, id)) AS host,
+    argMin(tool_name, (is_call = 0, timestamp, id)) AS tool,
+    argMin(text, (is_call = 0, timestamp, id)) AS text,
+    minOrNullIf(timestamp, is_call = 1) AS started,
+    maxOrNullIf(timestamp, is_call = 0) AS ended,
+    coalesce(
+        maxOrNullIf(payload_duration_ms, is_call = 0),
+        dateDiff('millisecond', started, ended)
+    ) AS duration_ms,
+    multiIf(
+        countIf(is_call = 1) = 0, 'orphan',
+        countIf(event = 'PermissionDenied') > 0, 'denied',
+        countIf(event = 'PostToolUseFailure' AND is_interrupt) > 0, 'interrupted',
+        countIf(event = 'PostToolUseFailure') > 0, 'error',
+        countIf(event = 'PostToolUse') > 0, 'ok',
+        'running'
+    ) AS status,
+    anyIf(failure_error, event = 'PostToolUseFailure') AS error
+FROM
+(
+    SELECT
+        tool_use_id, agent, team, session_id, agent_id, host, tool_name, text, timestamp, id, event,
+        toUInt8(event = 'PreToolUse') AS is_call,
+        if(event = 'PreToolUse', NULL, JSONExtract(data, 'duration_ms', 'Nullable(Int64)'))
+            AS payload_duration_ms,
+        if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
+        if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS failure_error
+    FROM events FINAL
+    WHERE tool_use_id != ''
+      AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
+)
+GROUP BY session_id, tool_use_id;
+
+-- sessions: one row per session_id (not empty).
+--   session_id
+--   agent         the session's main agent: the agent of its events without agent_id (the
+--                 subagents' parent_agent when only subagent events were seen)
+--   team          the main agent's team
+--   host, cwd     of the first event that has one
+--   started       the first SessionStart's time, else the first event's
+--   ended         the last SessionEnd's time, NULL when not ended (or resumed after it)
+--   end_reason    that SessionEnd's reason (clear, logout, prompt_input_exit, other, ...), '' if none
+--   last_seen     the latest event's time
+--   events        how many events
+--   tool_calls    how many PreToolUse, subagents' included
+--   errors        how many PostToolUseFailure and StopFailure
+--   prompts       how many UserPromptSubmit
+--   subagents     how many distinct agent_id (subagents and teammates)
+--   outcome       failed (the main agent's last turn ended with a StopFailure), ended,
+--                 idle (its last turn ended with Stop: waiting for a prompt), running
+CREATE VIEW IF NOT EXISTS sessions AS
+SELECT
+    session_id, agent, team, host, cwd, started, ended, end_reason, last_seen, events, tool_calls,
+    errors, prompts, subagents, outcome
+FROM
+(
+    SELECT
+        session_id,
+        if(
+            countIf(agent_id = '') > 0,
+            argMinIf(agent, (timestamp, id), agent_id = ''),
+            anyIf(parent_agent, parent_agent != '')
+        ) AS agent,
+        if(countIf(agent_id = '') > 0, argMinIf(team, (timestamp, id), agent_id = ''), any(team)) AS team,
+        argMinIf(host, (timestamp, id), host != '') AS host,
+        argMinIf(cwd, (timestamp, id), cwd != '') AS cwd,
+        coalesce(minOrNullIf(timestamp, event = 'SessionStart'), min(timestamp)) AS started,
+        maxOrNullIf(timestamp, event = 'SessionEnd') AS last_end,
+        maxOrNullIf(timestamp, event = 'SessionStart') AS last_start,
+        if(last_end IS NOT NULL AND (last_start IS NULL OR last_end >= last_start), last_end, NULL) AS ended,
+        if(ended IS NULL, '', argMaxIf(end_reason_raw, (timestamp, id), event = 'SessionEnd')) AS end_reason,
+        max(timestamp) AS last_seen,
+        count() AS events,
+        countIf(event = 'PreToolUse') AS tool_calls,
+        countIf(event IN ('PostToolUseFailure', 'StopFailure')) AS errors,
+        countIf(event = 'UserPromptSubmit') AS prompts,
+        uniqExactIf(agent_id, agent_id != '') AS subagents,
+        argMaxIf(
+            event, (timestamp, id), agent_id = '' AND event IN ('UserPromptSubmit', 'Stop', 'StopFailure')
+        ) AS last_turn_event,
+        multiIf(
+            last_turn_event = 'StopFailure', 'failed',
+            ended IS NOT NULL, 'ended',
+            last_turn_event = 'Stop', 'idle',
+            'running'
+        ) AS outcome
+    FROM
+    (
+        SELECT
+            session_id, agent, team, parent_agent, agent_id, host, cwd, timestamp, id, event,
+            if(event = 'SessionEnd', JSONExtractString(data, 'reason'), '') AS end_reason_raw
+        FROM events FINAL
+        WHERE session_id != ''
+    )
+    GROUP BY session_id
+);
+
+-- agents: one row per agent name.
+--   agent
+--   team, parent_agent, agent_type, agent_id, session_id, host
+--                 from its latest event
+--   first_seen, last_seen
+--   last_event    the latest event's name
+--   state         from the latest event that says something about the agent's state:
+--                 working (PreToolUse), waiting (PermissionRequest, an MCP Elicitation, or a
+--                 Notification of type permission_prompt), idle (Stop, SubagentStop, TeammateIdle, a Notification of
+--                 type idle_prompt, SessionStart), stopped (SessionEnd), failed (StopFailure),
+--                 thinking (anything else: a prompt, a tool result, a subagent start, ...).
+--                 Events that arrive whatever the agent does (InstructionsLoaded, FileChanged,
+--                 ConfigChange, CwdChanged, TaskCreated, other Notifications, ...) are not counted.
+--   current_tool  the tool of that PreToolUse while working, '' otherwise
+--   tool_calls    how many PreToolUse
+--   errors        how many PostToolUseFailure and StopFailure
+--   messages_sent how many messages it sent (rows of `messages`)
+--   events        how many events
+CREATE VIEW IF NOT EXISTS agents AS
+SELECT
+    a.agent AS agent,
+    a.team AS team,
+    a.parent_agent AS parent_agent,
+    a.agent_type AS agent_type,
+    a.agent_id AS agent_id,
+    a.session_id AS session_id,
+    a.host AS host,
+    a.first_seen AS first_seen,
+    a.last_seen AS last_seen,
+    a.last_event AS last_event,
+    multiIf(
+        a.state_event = 'PreToolUse', 'working',
+        a.state_event IN ('PermissionRequest', 'Elicitation'), 'waiting',
+        a.state_event = 'Notification' AND a.state_note = 'permission_prompt', 'waiting',
+        a.state_event IN ('Stop', 'SubagentStop', 'TeammateIdle', 'SessionStart', 'Notification'), 'idle',
+        a.state_event = 'SessionEnd', 'stopped',
+        a.state_event = 'StopFailure', 'failed',
+        'thinking'
+    ) AS state,
+    if(a.state_event = 'PreToolUse', a.state_tool, '') AS current_tool,
+    a.tool_calls AS tool_calls,
+    a.errors AS errors,
+    coalesce(m.sent, 0) AS messages_sent,
+    a.events AS events
+FROM
+(
+    SELECT
+        agent,
+        argMax(team, (timestamp, id)) AS team,
+        argMax(parent_agent, (timestamp, id)) AS parent_agent,
+        argMax(agent_type, (timestamp, id)) AS agent_type,
+        argMax(agent_id, (timestamp, id)) AS agent_id,
+        argMax(session_id, (timestamp, id)) AS session_id,
+        argMax(host, (timestamp, id)) AS host,
+        min(timestamp) AS first_seen,
+        max(timestamp) AS last_seen,
+        argMax(event, (timestamp, id)) AS last_event,
+        argMaxIf(event, (timestamp, id), is_state) AS state_event,
+        argMaxIf(note, (timestamp, id), is_state) AS state_note,
+        argMaxIf(tool_name, (timestamp, id), is_state) AS state_tool,
+        countIf(event = 'PreToolUse') AS tool_calls,
+        countIf(event IN ('PostToolUseFailure', 'StopFailure')) AS errors,
+        count() AS events
+    FROM
+    (
+        SELECT
+            agent, team, parent_agent, agent_type, agent_id, session_id, host, tool_name, timestamp,
+            id, event, note,
+            event IN (
+                'PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionRequest',
+                'PermissionDenied', 'UserPromptSubmit', 'UserPromptExpansion', 'Stop', 'StopFailure',
+                'SubagentStart', 'SubagentStop', 'TeammateIdle', 'SessionStart', 'SessionEnd',
+                'PreCompact', 'PostCompact', 'PostToolBatch', 'Elicitation', 'ElicitationResult'
+            ) OR (event = 'Notification' AND note IN ('permission_prompt', 'idle_prompt')) AS is_state
+        FROM
+        (
+            SELECT
+                agent, team, parent_agent, agent_type, agent_id, session_id, host, tool_name,
+                timestamp, id, event,
+                if(event = 'Notification', JSONExtractString(data, 'notification_type'), '') AS note
+            FROM events FINAL
+        )
+    )
+    GROUP BY agent
+) AS a
+LEFT JOIN
+(
+    SELECT from_agent, count() AS sent FROM messages FINAL GROUP BY from_agent
+) AS m ON m.from_agent = a.agent;
