@@ -1,0 +1,183 @@
+"""Sustained ingest, JetStream to ClickHouse rows, of envelope events published in advance.
+
+Publishes N envelopes (real captured payloads through the contract code, default 200,000) into a
+fresh GENIE stream on a nats-server this script starts, then drains them twice, one after the
+other, each into its own embedded ClickHouse:
+
+- agentwatch's store (`agentwatch store`, the production command, as a subprocess);
+- a naive reference: a FastStream batch subscriber that decodes each message into a
+  pydantic-validated model and inserts the batch with clickhouse-connect (benchmarks/naive_store.py).
+
+Each is timed from its first delivered message to the moment its durable consumer has nothing
+pending and nothing unacknowledged (the store acks only after the insert). It prints events/s for
+both, the ratio, and the peak resident memory of each process.
+
+    python benchmarks/store_bench.py [--events 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nats
+from nats.js.errors import NotFoundError
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from agentwatch.contract import encode_envelope, envelopes_from_stdin  # noqa: E402
+
+CAPTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.330-captures.jsonl"
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def build_messages(n: int) -> list[tuple[str, str, bytes]]:
+    payloads = [json.loads(line)["payload"] for line in CAPTURES.read_text().splitlines() if line.strip()]
+    out: list[tuple[str, str, bytes]] = []
+    i = 0
+    while len(out) < n:
+        raw = json.dumps(payloads[i % len(payloads)]).encode()
+        i += 1
+        for subject, env in envelopes_from_stdin(raw, {}, host="bench"):
+            out.append((subject, env["id"], encode_envelope(env)))
+    return out[:n]
+
+
+async def publish(url: str, messages: list[tuple[str, str, bytes]]) -> None:
+    from agentwatch.consumers.bus import ensure_stream
+
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    await ensure_stream(js, {})
+    for subject, msg_id, body in messages:
+        await nc.publish(subject, body, headers={"Nats-Msg-Id": msg_id})
+    await nc.flush()
+    while (await js.stream_info("GENIE")).state.messages < len(messages):
+        await asyncio.sleep(0.1)
+    await nc.close()
+
+
+async def drain_time(
+    url: str, durable: str, total: int, proc: subprocess.Popen[bytes], timeout: float
+) -> float:
+    """Seconds from the first delivery to nothing pending and nothing unacked."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    start: float | None = None
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{durable} exited early with code {proc.returncode}")
+            try:
+                info = await js.consumer_info("GENIE", durable)
+            except NotFoundError:
+                await asyncio.sleep(0.05)
+                continue
+            delivered = int(info.delivered.stream_seq or 0)
+            if start is None and delivered > 0:
+                start = time.monotonic()
+            if (
+                start is not None
+                and info.num_pending == 0
+                and info.num_ack_pending == 0
+                and delivered >= total
+            ):
+                return time.monotonic() - start
+            await asyncio.sleep(0.05)
+    finally:
+        await nc.close()
+    raise RuntimeError(f"{durable} did not drain within {timeout:.0f}s")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_consumer(
+    cmd: list[str], env: dict[str, str], url: str, durable: str, total: int
+) -> tuple[float, float]:
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        seconds = asyncio.run(drain_time(url, durable, total, proc, timeout=600))
+        rss = peak_rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        if proc.returncode not in (0, -15) and err:
+            sys.stderr.write(err.decode(errors="replace")[-2000:])
+    return seconds, rss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=200_000)
+    args = parser.parse_args()
+    n = args.events
+    print(f"building {n:,} envelopes from the captured payloads ...", flush=True)
+    messages = build_messages(n)
+    avg = sum(len(b) for _, _, b in messages) / n
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        url = f"nats://127.0.0.1:{port}"
+        server = subprocess.Popen(
+            [str(BIN / "nats-server"), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", f"{tmp}/js"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            asyncio.run(publish(url, messages))
+            print(
+                f"published {n:,} envelopes (avg {avg:.0f} bytes) in {time.monotonic() - t0:.1f}s", flush=True
+            )
+            base = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
+            ours_env = dict(base, AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=f"{tmp}/ours")
+            ours, ours_rss = run_consumer(
+                [str(BIN / "agentwatch"), "store"], ours_env, url, "agentwatch-store", n
+            )
+            naive_env = dict(base, NAIVE_NATS_URL=url, NAIVE_CLICKHOUSE_DIR=f"{tmp}/naive")
+            naive, naive_rss = run_consumer(
+                [sys.executable, str(ROOT / "benchmarks" / "naive_store.py")],
+                naive_env,
+                url,
+                "naive-store",
+                n,
+            )
+        finally:
+            server.terminate()
+            server.wait()
+    print(f"{'consumer':<34}{'seconds':>9}{'events/s':>12}{'peak RSS':>11}")
+    print(f"{'agentwatch store':<34}{ours:>9.2f}{n / ours:>12,.0f}{ours_rss:>8.0f} MB")
+    print(f"{'naive FastStream+pydantic':<34}{naive:>9.2f}{n / naive:>12,.0f}{naive_rss:>8.0f} MB")
+    print(f"ratio: {naive / ours:.2f}x the naive reference (targets: >= 50,000 events/s and >= 4x)")
+
+
+if __name__ == "__main__":
+    main()

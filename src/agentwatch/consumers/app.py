@@ -1,0 +1,144 @@
+"""The collector's FastStream application: broker, the store and query routers, lifespan.
+
+This module only wires; each concern lives in its router module (store.py, query.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from faststream import FastStream
+from faststream.nats import NatsBroker
+
+from agentwatch import clickhouse, config
+from agentwatch.consumers import bus
+from agentwatch.consumers.query import query_router
+from agentwatch.consumers.store import StoreWriter, store_router
+from agentwatch.store.schema import apply_migrations
+
+if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
+
+log = logging.getLogger("agentwatch")
+
+
+@dataclass
+class Collector:
+    app: FastStream
+    broker: NatsBroker
+    writer: StoreWriter
+    store_client: Client
+    query_client: Client
+    applied: list[str]
+
+
+def build(
+    nats_url: str,
+    clickhouse_url: str,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    status: TextIO | None = None,
+    name: str = "agentwatch-store",
+) -> Collector:
+    """Connect ClickHouse (applying migrations) and wire the store and query service on NATS."""
+    store_client = clickhouse.connect(clickhouse_url)
+    applied = apply_migrations(store_client, config.number(environ, "AGENTWATCH_RETENTION_DAYS", 0))
+    query_client = clickhouse.connect_readonly(clickhouse_url)
+    servers = [u.strip() for u in nats_url.split(",") if u.strip()]
+    broker = NatsBroker(
+        servers,
+        name=name,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        logger=log,
+        disconnected_cb=_on_disconnect,
+        reconnected_cb=_on_reconnect,
+    )
+    writer = StoreWriter(store_client)
+    broker.include_router(store_router(writer))
+    broker.include_router(query_router(query_client))
+    app = FastStream(broker, logger=log)
+    reporter: list[asyncio.Task[None]] = []
+
+    @app.after_startup
+    async def started() -> None:
+        writer.start()
+        if status is not None:
+            reporter.append(asyncio.create_task(_report(broker, writer, status)))
+
+    @app.on_shutdown
+    async def stopping() -> None:
+        for task in reporter:
+            task.cancel()
+        # Stop fetching, then write and ack what was fetched while the connection is still open.
+        for sub in broker.subscribers:
+            await sub.stop()
+        await writer.stop()
+        if status is not None:
+            s = writer.stats
+            summary = f"{s.stored} events and {s.messages} messages stored, {s.dead_letters} dead letters"
+            print(f"\nstopped: {summary}", file=status, flush=True)
+
+    return Collector(app, broker, writer, store_client, query_client, applied)
+
+
+async def _on_disconnect() -> None:
+    log.warning("disconnected from NATS; reconnecting")
+
+
+async def _on_reconnect() -> None:
+    log.warning("reconnected to NATS")
+
+
+async def consumer_pending(broker: NatsBroker) -> tuple[int, int] | None:
+    """(messages not yet delivered, delivered but not acked) of the store's durable consumer."""
+    try:
+        js: Any = broker.config.connection_state.stream
+        info = await js.consumer_info(bus.STREAM_NAME, bus.STORE_DURABLE)
+    except Exception:
+        return None
+    return int(info.num_pending or 0), int(info.num_ack_pending or 0)
+
+
+async def _report(broker: NatsBroker, writer: StoreWriter, out: TextIO) -> None:
+    """A live one-line status: events/s, stored, pending, errors."""
+    tty = out.isatty()
+    last_stored, last_t = 0, time.monotonic()
+    pending: tuple[int, int] | None = None
+    tick = 0
+    while True:
+        await asyncio.sleep(1.0)
+        tick += 1
+        if tick % 2 == 1:
+            pending = await consumer_pending(broker)
+        s = writer.stats
+        now = time.monotonic()
+        rate = (s.stored - last_stored) / max(now - last_t, 1e-6)
+        last_stored, last_t = s.stored, now
+        waiting = "?" if pending is None else f"{pending[0] + pending[1] + writer.backlog:,}"
+        errors = s.insert_failures + s.dead_letters
+        line = (
+            f"{rate:>8,.0f} events/s | stored {s.stored:,} events, {s.messages:,} messages | "
+            f"pending {waiting} | errors {errors}"
+        )
+        if s.last_error:
+            line += f" (last: {s.last_error[:60]})"
+        if tty:
+            print("\r" + line.ljust(110), end="", file=out, flush=True)
+        elif tick % 10 == 0:
+            print(line, file=out, flush=True)
+
+
+def setup_logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
