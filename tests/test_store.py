@@ -405,3 +405,24 @@ def test_nats_restarted_mid_load(tmp_path: Path) -> None:
         code, output = store.stop()
         server.stop()
     assert code == 0, output
+
+
+async def test_fast_pull_fetch_is_active_on_this_nats_py(nats_server: NatsServer) -> None:
+    """The store's throughput depends on it: nats-py internals it relies on must be there."""
+    from nats.js.client import JetStreamContext
+
+    from agentwatch.consumers import fastpull
+
+    store_router(StoreWriter(None))  # type: ignore[arg-type]  # installing needs no client
+    assert JetStreamContext.PullSubscription.fetch is fastpull.fast_fetch
+    await publish(nats_server.url, envelopes(50))
+    nc = await nats.connect(nats_server.url)
+    try:
+        psub = await nc.jetstream().pull_subscribe("genie.>", durable="probe", stream=STREAM_NAME)
+        assert fastpull._usable(psub), "nats-py internals changed: the fast path would fall back"
+        got = await psub.fetch(100, timeout=1)
+        assert len(got) == 50
+        with pytest.raises(nats.errors.TimeoutError):
+            await psub.fetch(10, timeout=0.3)
+    finally:
+        await nc.close()
