@@ -218,9 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
     flush.add_argument("--timeout", type=float, default=10.0, help="seconds per round (default 10)")
     flush.set_defaults(func=cmd_spool_flush)
 
-    from agentwatch import claude_settings, up
+    from agentwatch import claude_settings, demo, up
 
     up.register(sub)
+    demo.register(sub)
     claude_settings.register(sub)
 
     doctor = sub.add_parser("doctor", help="check the hook's bus, spool, crash log and speed")
