@@ -111,7 +111,14 @@ async def _prepare_stream(nats_url: str, environ: Mapping[str, str]) -> str:
         await nc.close()
 
 
-def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str], verbose: bool) -> int:
+def run_collector(
+    nats_url: str,
+    environ: Mapping[str, str],
+    *,
+    banner: list[str],
+    verbose: bool,
+    started_at: float | None = None,
+) -> int:
     from agentwatch.consumers.app import build, setup_logging
 
     setup_logging(verbose)
@@ -125,12 +132,14 @@ def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str
     except Exception as exc:
         return _fail(f"cannot open ClickHouse at {clickhouse.display_url(ch_url)}: {exc}")
     schema = f"applied {', '.join(collector.applied)}" if collector.applied else "up to date"
+    ready = [] if started_at is None else [f"ready in:    {time.monotonic() - started_at:.1f}s"]
     for line in [
         *banner,
         f"stream:      GENIE on genie.> ({how}; JetStream de-duplicates by Nats-Msg-Id)",
         f"clickhouse:  {clickhouse.display_url(ch_url)} (schema {schema})",
         'queries:     agentwatch sql "SELECT ..."   (request/reply on agentwatch.query)',
         "events:      register the hook with `agentwatch hooks install`, or try `agentwatch demo`",
+        *ready,
         "Ctrl-C stops; the last batch is written before exit.",
     ]:
         print(line, flush=True)
@@ -176,12 +185,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         return run_collector(
             url,
             environ,
-            banner=[
-                f"agentwatch up: data in {data}",
-                bus_line,
-                f"ready in:    {time.monotonic() - started_at:.1f}s",
-            ],
+            banner=[f"agentwatch up: data in {data}", bus_line],
             verbose=args.verbose,
+            started_at=started_at,
         )
     finally:
         if local is not None:
@@ -193,7 +199,13 @@ def cmd_store(args: argparse.Namespace) -> int:
     info = bus_answers(url, 3.0)
     if info is None:
         return _fail(f"no NATS answers at {url}: the store needs a running bus (or use `agentwatch up`)")
-    return run_collector(url, os.environ, banner=[f"agentwatch store on {url}"], verbose=args.verbose)
+    return run_collector(
+        url,
+        os.environ,
+        banner=[f"agentwatch store on {url}"],
+        verbose=args.verbose,
+        started_at=time.monotonic(),
+    )
 
 
 # --- sql --------------------------------------------------------------------------------------

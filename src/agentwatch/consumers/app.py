@@ -52,6 +52,12 @@ def build(
     applied = apply_migrations(store_client, config.number(environ, "AGENTWATCH_RETENTION_DAYS", 0))
     query_client = clickhouse.connect_readonly(clickhouse_url)
     servers = [u.strip() for u in nats_url.split(",") if u.strip()]
+    closing = False
+
+    async def _on_disconnect() -> None:
+        if not closing:  # closing the connection on shutdown is no news
+            log.warning("disconnected from NATS; reconnecting")
+
     broker = NatsBroker(
         servers,
         name=name,
@@ -61,6 +67,7 @@ def build(
         disconnected_cb=_on_disconnect,
         reconnected_cb=_on_reconnect,
     )
+
     writer = StoreWriter(store_client)
     broker.include_router(store_router(writer))
     broker.include_router(query_router(query_client))
@@ -75,6 +82,8 @@ def build(
 
     @app.on_shutdown
     async def stopping() -> None:
+        nonlocal closing
+        closing = True
         for task in reporter:
             task.cancel()
         # Stop fetching, then write and ack what was fetched while the connection is still open.
@@ -87,10 +96,6 @@ def build(
             print(f"\nstopped: {summary}", file=status, flush=True)
 
     return Collector(app, broker, writer, store_client, query_client, applied)
-
-
-async def _on_disconnect() -> None:
-    log.warning("disconnected from NATS; reconnecting")
 
 
 async def _on_reconnect() -> None:
