@@ -87,17 +87,16 @@ def build(
     ]
 
 
-def split(envelopes: list[Envelope]) -> tuple[list[bytes], list[str], list[bytes]]:
-    """(event bodies, their subjects, message bodies), as the store sorts them."""
+def split(envelopes: list[Envelope]) -> tuple[list[bytes], list[bytes]]:
+    """(event bodies, message bodies), as the store sorts them."""
     events = [body for _, env, body in envelopes if env["kind"] != "message"]
-    subjects = [subject for subject, env, _ in envelopes if env["kind"] != "message"]
     messages = [body for _, env, body in envelopes if env["kind"] == "message"]
-    return events, subjects, messages
+    return events, messages
 
 
 def insert(client: Client, envelopes: list[Envelope]) -> None:
-    events, subjects, messages = split(envelopes)
-    insert_batch(client, events, messages, subjects)
+    events, messages = split(envelopes)
+    insert_batch(client, events, messages)
 
 
 def fixture_envelopes(base: float | None = None) -> list[Envelope]:
@@ -201,7 +200,7 @@ def test_tables_have_the_documented_engines(store: Client) -> None:
     types = pairs(
         store, "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'events'"
     )
-    assert set(ENVELOPE_FIELDS) | {"subject", "stored_at"} == set(types)
+    assert set(ENVELOPE_FIELDS) | {"stored_at"} == set(types)
     assert types["timestamp"] == "DateTime64(3, 'UTC')"
     assert types["truncated"] == "Bool"
     assert types["agent"] == "LowCardinality(String)"
@@ -263,9 +262,9 @@ def test_every_envelope_field_round_trips(store: Client) -> None:
             " AS fresh FROM events FINAL",
         )
     }
-    events = [(subject, body) for subject, env, body in envelopes if env["kind"] != "message"]
+    events = [body for _, env, body in envelopes if env["kind"] != "message"]
     assert len(stored) == len(events)
-    for subject, body in events:
+    for body in events:
         sent = json.loads(body)  # what went on the wire (after truncation)
         row = stored[sent["id"]]
         for field in ENVELOPE_FIELDS:
@@ -275,24 +274,17 @@ def test_every_envelope_field_round_trips(store: Client) -> None:
                 assert json.loads(row["data"]) == sent["data"], sent["event"]
             else:
                 assert row[field] == sent[field], (field, sent["event"])
-        assert row["subject"] == subject
         assert row["fresh"]
     # The data of an untruncated envelope is the payload itself.
     lone = next(env for _, env, _ in envelopes if env["tool_use_id"] == "toolu_tricky")
     assert json.loads(stored[lone["id"]]["data"]) == lone["data"]
 
 
-def test_subject_is_optional_and_any_subject_is_stored_as_is(store: Client) -> None:
-    envelopes = fixture_envelopes()[:6]
-    events, subjects, _ = split(envelopes)
-    insert_batch(store, events[:3], [])
-    odd = [b" " + events[3], b"\t " + events[4], events[5]]
-    insert_batch(store, odd, [], [*subjects[3:5], 'genie.odd."quoted" \\ é'])
-    got = pairs(store, "SELECT id, subject FROM events FINAL")
-    ids = [json.loads(b)["id"] for b in events]
-    assert [got[i] for i in ids] == ["", "", "", *subjects[3:5], 'genie.odd."quoted" \\ é']
-    with pytest.raises(ValueError, match="subjects"):
-        insert_batch(store, events, [], subjects[:1])
+def test_bodies_with_leading_whitespace_insert_and_empty_batches_do_nothing(store: Client) -> None:
+    events, _ = split(fixture_envelopes()[:6])
+    insert_batch(store, [b" " + events[0], b"\t " + events[1], *events[2:]], [])
+    ids = {json.loads(b)["id"] for b in events}
+    assert {r[0] for r in store.query("SELECT id FROM events FINAL").result_rows} == ids
     insert_batch(store, [], [])  # nothing to do, no query
 
 
@@ -317,10 +309,10 @@ def test_unknown_fields_and_odd_data_do_not_fail_a_batch(store: Client) -> None:
 
 def test_redelivery_leaves_one_row_per_id(store: Client) -> None:
     envelopes = fixture_envelopes()
-    events, subjects, messages = split(envelopes)
+    events, messages = split(envelopes)
     for _ in range(3):
-        insert_batch(store, events, messages, subjects)
-    insert_batch(store, events[5:9], messages[:1], subjects[5:9])  # a partial redelivery
+        insert_batch(store, events, messages)
+    insert_batch(store, events[5:9], messages[:1])  # a partial redelivery
 
     assert store.command("SELECT count() FROM events FINAL") == len(events)
     assert store.command("SELECT uniqExact(id) FROM events") == len(events)

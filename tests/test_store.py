@@ -201,11 +201,11 @@ async def test_clickhouse_failing_for_a_while_then_recovering(nats_server: NatsS
     failing_until = time.monotonic() + 2.0
     calls = {"failed": 0}
 
-    def flaky_insert(client: Client, events: list[bytes], msgs: list[bytes], subjects: list[str]) -> None:
+    def flaky_insert(client: Client, events: list[bytes], msgs: list[bytes]) -> None:
         if time.monotonic() < failing_until:
             calls["failed"] += 1
             raise ConnectionError("Code: 210. DB::NetException: Connection refused (injected)")
-        insert_batch(client, events, msgs, subjects)
+        insert_batch(client, events, msgs)
 
     await publish(nats_server.url, messages)
     async with running_store(nats_server.url, ch, insert=flaky_insert, retry_max_seconds=0.5) as writer:

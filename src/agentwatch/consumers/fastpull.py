@@ -93,3 +93,21 @@ def install() -> bool:
     """Make nats-py pull subscriptions use fast_fetch; True when it is active."""
     JetStreamContext.PullSubscription.fetch = fast_fetch  # type: ignore[method-assign]
     return True
+
+
+async def ack_all(msgs: list[Msg]) -> None:
+    """Acknowledge `msgs` with one write instead of one publish each (a publish validates the
+    subject, builds a command and schedules a flush: about 2 microseconds a message)."""
+    if not msgs:
+        return
+    client: Any = msgs[0]._client
+    send = getattr(client, "_send_command", None)
+    flush = getattr(client, "_flush_pending", None)
+    if send is None or flush is None or any(not m.reply for m in msgs):
+        for msg in msgs:
+            await msg.ack()
+        return
+    await send(b"".join(b"PUB " + m.reply.encode() + b" 0\r\n\r\n" for m in msgs))
+    await flush()
+    for msg in msgs:
+        msg._ackd = True

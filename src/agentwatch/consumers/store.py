@@ -30,6 +30,7 @@ from faststream.nats.annotations import NatsMessage
 from nats.aio.msg import Msg
 
 from agentwatch.consumers import bus
+from agentwatch.consumers.fastpull import ack_all
 from agentwatch.contract import ALL_SUBJECTS, MESSAGE_SUBJECTS, EnvelopeError, decode_envelope, dumps
 from agentwatch.store.schema import insert_batch, insert_dead_letters
 
@@ -178,10 +179,8 @@ class StoreWriter:
         await self._insert_all(good, bodies, dead)
         if dead:
             await self._dead_letter(dead)
-        for msg in good:
-            await msg.ack()
-        for msg, _ in dead:
-            await msg.ack()
+        await ack_all(good)
+        await ack_all([m for m, _ in dead])
 
     async def _insert_all(
         self, msgs: list[Msg], bodies: dict[int, bytes], dead: list[tuple[Msg, str]]
@@ -204,7 +203,6 @@ class StoreWriter:
 
     async def _insert_retrying(self, msgs: list[Msg], bodies: dict[int, bytes]) -> None:
         events: list[bytes] = []
-        subjects: list[str] = []
         messages: list[bytes] = []
         for msg in msgs:
             body = bodies.get(id(msg), msg.data)
@@ -212,12 +210,13 @@ class StoreWriter:
                 messages.append(body)
             else:
                 events.append(body)
-                subjects.append(msg.subject)
         delay = 0.25
         while True:
             started = time.monotonic()
             try:
-                await asyncio.to_thread(self._insert, self.client, events, messages, subjects)
+                # No subject column per row: splicing it into every body cost the event loop's
+                # thread measurable time; the contract derives it from event and agent.
+                await asyncio.to_thread(self._insert, self.client, events, messages)
             except Exception as exc:
                 code = _error_code(exc)
                 if code in _DATA_ERROR_CODES:

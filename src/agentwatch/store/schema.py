@@ -20,8 +20,6 @@ import re
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
-from agentwatch.jsonfast import dumps
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from importlib.resources.abc import Traversable
@@ -58,7 +56,7 @@ INSERT_SETTINGS: dict[str, object] = {
     "input_format_skip_unknown_fields": 1,
     # Timestamps look like 2026-11-22T03:37:45.193Z.
     "date_time_input_format": "best_effort",
-    # A missing field takes its column's DEFAULT (subject, stored_at), a null its type's default.
+    # A missing field takes its column's DEFAULT (stored_at), a null its type's default.
     "input_format_defaults_for_omitted_fields": 1,
     "input_format_null_as_default": 1,
     # The store batches by itself and acknowledges the bus only once the insert returned: a
@@ -169,39 +167,17 @@ def set_retention(client: Client, days: int) -> None:
             client.command(f"ALTER TABLE {table} REMOVE TTL")
 
 
-def _subject_head(subject: str) -> bytes:
-    return b'{"subject":' + dumps(subject).encode("utf-8", "backslashreplace") + b","
-
-
-def _object_rest(body: bytes) -> bytes:
-    """`body` after its opening brace, for a body that does not start with it (whitespace)."""
-    return body[body.index(b"{") + 1 :]
-
-
-def insert_batch(
-    client: Client, events: Sequence[bytes], messages: Sequence[bytes], subjects: Sequence[str] | None = None
-) -> None:
+def insert_batch(client: Client, events: Sequence[bytes], messages: Sequence[bytes]) -> None:
     """Insert event envelopes into `events` and message envelopes into `message_envelopes`
     (whose materialized view fills `messages`): one raw_insert per non-empty list.
 
     Bodies are the envelope bytes as published: one compact JSON object each, no newline
-    inside. `subjects`, parallel to `events`, fills the `subject` column: it is spliced into
-    each body as its first field, which costs one slice per row (a body must not carry a
-    `subject` of its own: ClickHouse rejects a row with a duplicate key).
+    inside. Nothing is added per row: on the store's hot path every byte of Python work per event
+    shows in its throughput (the subject is not stored: the contract derives it from event and
+    agent).
     """
     if events:
-        if subjects is None:
-            block = b"\n".join(events)
-        else:
-            if len(subjects) != len(events):
-                raise ValueError(f"{len(subjects)} subjects for {len(events)} events")
-            heads = {s: _subject_head(s) for s in set(subjects)}
-            block = b"\n".join(
-                [
-                    heads[s] + (body[1:] if body[0] == 123 else _object_rest(body))  # 123: "{"
-                    for body, s in zip(events, subjects, strict=True)
-                ]
-            )
+        block = b"\n".join(events)
         client.raw_insert(EVENTS_TABLE, insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS)
     if messages:
         client.raw_insert(

@@ -31,7 +31,6 @@ CREATE TABLE IF NOT EXISTS events
     redacted UInt32,
     truncated Bool,
     data String CODEC(ZSTD(3)),
-    subject String DEFAULT '',
     stored_at DateTime64(3, 'UTC') DEFAULT now64(3),
     INDEX idx_session_id session_id TYPE bloom_filter(0.01) GRANULARITY 4,
     INDEX idx_tool_use_id tool_use_id TYPE bloom_filter(0.01) GRANULARITY 4
