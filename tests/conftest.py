@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -15,8 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import clickhouse_connect
 import nats
 import pytest
+from clickhouse_connect.driver.client import Client as ClickHouseClient
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
@@ -25,6 +29,26 @@ BIN = Path(sys.executable).parent
 CAPTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.330-captures.jsonl"
 # Other people's data: read from shared/, never copied into the repo.
 PUBLIC = ROOT.parent / "shared" / "fixtures" / "public-hook-payloads.jsonl"
+
+
+# DESIGN.md's subject table, written out independently of the contract module that implements it.
+DESIGN_SUBJECTS = {
+    "PreToolUse": "genie.tool.{agent}.call",
+    "PostToolUse": "genie.tool.{agent}.result",
+    "PostToolUseFailure": "genie.tool.{agent}.error",
+    "PermissionRequest": "genie.tool.{agent}.permission",
+    "PermissionDenied": "genie.tool.{agent}.denied",
+    "UserPromptSubmit": "genie.user.{agent}.prompt",
+    "Stop": "genie.agent.{agent}.response",
+    "StopFailure": "genie.agent.{agent}.failure",
+    "SessionStart": "genie.agent.{agent}.session.start",
+    "SessionEnd": "genie.agent.{agent}.session.end",
+    "SubagentStart": "genie.agent.{agent}.subagent.start",
+    "SubagentStop": "genie.agent.{agent}.subagent.stop",
+    "TeammateIdle": "genie.agent.{agent}.idle",
+    "TaskCreated": "genie.agent.{agent}.task.created",
+    "TaskCompleted": "genie.agent.{agent}.task.completed",
+}
 
 
 def free_port() -> int:
@@ -151,6 +175,34 @@ def all_fixtures() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
         for i, rec in enumerate(load_fixture_file(PUBLIC)):
             out.append((f"public-{i}", rec["payload"], {}))
     return out
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def chdb_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ClickHouseClient]]:
+    """One embedded ClickHouse per test module: chDB allows one engine path per process at a time,
+    so each module opens its own and closes it before the next module opens another."""
+    dsn = f"chdb://{tmp_path_factory.mktemp('chdb')}"
+    root = clickhouse_connect.get_client(dsn=dsn)
+    yield dsn, root
+    root.close()
+
+
+@pytest.fixture
+def chdb_database(
+    chdb_engine: tuple[str, ClickHouseClient], request: pytest.FixtureRequest
+) -> Iterator[ClickHouseClient]:
+    """A client on an empty database of this test's own, dropped afterwards."""
+    dsn, root = chdb_engine
+    name = f"t{next(_databases)}_" + re.sub(r"\W", "_", request.node.name)[:40]
+    root.command(f"CREATE DATABASE {name}")
+    client = clickhouse_connect.get_client(dsn=dsn, database=name)
+    assert client.command("SELECT currentDatabase()") == name
+    yield client
+    client.close()
+    root.command(f"DROP DATABASE {name} SYNC")
 
 
 class Collector:

@@ -34,7 +34,7 @@ from agentwatch.contract import (
     summarize,
 )
 from agentwatch.jsonfast import loads as real_loads
-from tests.conftest import CAPTURES, PUBLIC, all_fixtures, load_fixture_file
+from tests.conftest import CAPTURES, DESIGN_SUBJECTS, PUBLIC, all_fixtures, load_fixture_file
 
 Json = dict[str, Any]
 
@@ -45,24 +45,6 @@ TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 CROCKFORD = frozenset("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 TRUNCATION_MARK = "[agentwatch: truncated"
 
-# DESIGN.md's subject table, written out.
-DESIGN_SUBJECTS = {
-    "PreToolUse": "genie.tool.{agent}.call",
-    "PostToolUse": "genie.tool.{agent}.result",
-    "PostToolUseFailure": "genie.tool.{agent}.error",
-    "PermissionRequest": "genie.tool.{agent}.permission",
-    "PermissionDenied": "genie.tool.{agent}.denied",
-    "UserPromptSubmit": "genie.user.{agent}.prompt",
-    "Stop": "genie.agent.{agent}.response",
-    "StopFailure": "genie.agent.{agent}.failure",
-    "SessionStart": "genie.agent.{agent}.session.start",
-    "SessionEnd": "genie.agent.{agent}.session.end",
-    "SubagentStart": "genie.agent.{agent}.subagent.start",
-    "SubagentStop": "genie.agent.{agent}.subagent.stop",
-    "TeammateIdle": "genie.agent.{agent}.idle",
-    "TaskCreated": "genie.agent.{agent}.task.created",
-    "TaskCompleted": "genie.agent.{agent}.task.completed",
-}
 # Every other hook event: genie.agent.{agent}.event.{snake_case}.
 GENERIC_SNAKE = {
     "Setup": "setup",

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import (
+    DESIGN_SUBJECTS,
     Collector,
     NatsServer,
     all_fixtures,
@@ -27,23 +28,9 @@ from tests.conftest import (
 
 FIXTURES = all_fixtures()
 
-# The subject table of DESIGN.md, written out here independently of the contract module.
+# DESIGN.md's table, plus the generic form for the other events the fixtures hold.
 EXPECTED = {
-    "PreToolUse": "genie.tool.{agent}.call",
-    "PostToolUse": "genie.tool.{agent}.result",
-    "PostToolUseFailure": "genie.tool.{agent}.error",
-    "PermissionRequest": "genie.tool.{agent}.permission",
-    "PermissionDenied": "genie.tool.{agent}.denied",
-    "UserPromptSubmit": "genie.user.{agent}.prompt",
-    "Stop": "genie.agent.{agent}.response",
-    "StopFailure": "genie.agent.{agent}.failure",
-    "SessionStart": "genie.agent.{agent}.session.start",
-    "SessionEnd": "genie.agent.{agent}.session.end",
-    "SubagentStart": "genie.agent.{agent}.subagent.start",
-    "SubagentStop": "genie.agent.{agent}.subagent.stop",
-    "TeammateIdle": "genie.agent.{agent}.idle",
-    "TaskCreated": "genie.agent.{agent}.task.created",
-    "TaskCompleted": "genie.agent.{agent}.task.completed",
+    **DESIGN_SUBJECTS,
     "Notification": "genie.agent.{agent}.event.notification",
     "InstructionsLoaded": "genie.agent.{agent}.event.instructions_loaded",
     "PreCompact": "genie.agent.{agent}.event.pre_compact",

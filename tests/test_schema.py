@@ -8,16 +8,14 @@ unqualified name of the schema lands there).
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import clickhouse_connect
 import pytest
 from clickhouse_connect.driver.client import Client
 
@@ -37,7 +35,6 @@ from tests.conftest import CAPTURES, ROOT, load_fixture_file
 QUERIES = ROOT / "docs" / "queries.md"
 TABLES = {"events", "messages", "message_envelopes", "dead_letters", "schema_migrations"}
 VIEWS = {"message_envelopes_mv", "tool_calls", "sessions", "agents"}
-_counter = itertools.count()
 
 Envelope = tuple[str, dict[str, Any], bytes]
 
@@ -45,26 +42,10 @@ Envelope = tuple[str, dict[str, Any], bytes]
 # --- engine and databases ---------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Client]]:
-    path = tmp_path_factory.mktemp("chdb")
-    dsn = f"chdb://{path}"
-    root = clickhouse_connect.get_client(dsn=dsn)
-    yield dsn, root
-    root.close()
-
-
 @pytest.fixture
-def fresh(engine: tuple[str, Client], request: pytest.FixtureRequest) -> Iterator[Client]:
+def fresh(chdb_database: Client) -> Client:
     """A client on an empty database of this test's own."""
-    dsn, root = engine
-    name = f"t{next(_counter)}_" + re.sub(r"\W", "_", request.node.name)[:40]
-    root.command(f"CREATE DATABASE {name}")
-    client = clickhouse_connect.get_client(dsn=dsn, database=name)
-    assert client.command("SELECT currentDatabase()") == name
-    yield client
-    client.close()
-    root.command(f"DROP DATABASE {name} SYNC")
+    return chdb_database
 
 
 @pytest.fixture

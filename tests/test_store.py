@@ -10,16 +10,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import re
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import clickhouse_connect
 import nats
 import pytest
 from clickhouse_connect.driver.client import Client
@@ -40,7 +38,6 @@ from tests.conftest import (
     tool,
 )
 
-_counter = itertools.count()
 Message = tuple[str, str, bytes]
 
 
@@ -85,24 +82,11 @@ async def consumer_state(url: str) -> tuple[int, int, int]:
         await nc.close()
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Client]]:
-    dsn = f"chdb://{tmp_path_factory.mktemp('chdb')}"
-    root = clickhouse_connect.get_client(dsn=dsn)
-    yield dsn, root
-    root.close()
-
-
 @pytest.fixture
-def ch(engine: tuple[str, Client], request: pytest.FixtureRequest) -> Iterator[Client]:
-    dsn, root = engine
-    name = f"s{next(_counter)}_" + re.sub(r"\W", "_", request.node.name)[:40]
-    root.command(f"CREATE DATABASE {name}")
-    client = clickhouse_connect.get_client(dsn=dsn, database=name)
-    apply_migrations(client)
-    yield client
-    client.close()
-    root.command(f"DROP DATABASE {name} SYNC")
+def ch(chdb_database: Client) -> Client:
+    """A test database with the schema applied."""
+    apply_migrations(chdb_database)
+    return chdb_database
 
 
 @asynccontextmanager
