@@ -544,3 +544,36 @@ def test_hook_imports_only_the_standard_library(shared_nats: NatsServer, tmp_pat
         "selectors",
     }
     assert modules & heavy == set(), "the hook's normal path must stay light"
+
+
+def test_nkey_auth_falls_back_to_nats_py(tmp_path: Path, collector_for: Any) -> None:
+    import os
+
+    import nkeys
+
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+    public = nkeys.from_seed(bytearray(seed)).public_key.decode()
+    seed_file = tmp_path / "hook.nk"
+    seed_file.write_bytes(seed)
+    seed_file.chmod(0o600)
+    conf = f'authorization {{ users = [ {{ nkey: "{public}" }}, {{ user: "reader", password: "r" }} ] }}\n'
+    server = NatsServer(tmp_path / "nkey", config=conf).start()
+    try:
+        collector = collector_for(f"nats://reader:r@127.0.0.1:{server.port}")
+        env = clean_env(
+            AGENTWATCH_DATA_DIR=str(tmp_path / "d"),
+            AGENTWATCH_NATS_URL=server.url,
+            AGENTWATCH_NATS_NKEY=str(seed_file),
+        )
+        result = run_emit(b'{"hook_event_name": "Stop", "session_id": "s"}', env)
+        assert result.returncode == 0 and result.stdout == b""
+        (msg,) = collector.wait_for(1)
+        assert json.loads(msg.data)["event"] == "Stop"
+        assert msg.headers is not None and msg.headers["Nats-Msg-Id"] == json.loads(msg.data)["id"]
+        # without the seed, the same server refuses the hook: it spools instead
+        plain = dict(env)
+        del plain["AGENTWATCH_NATS_NKEY"]
+        assert run_emit(b'{"hook_event_name": "Stop", "session_id": "s"}', plain).returncode == 0
+        assert "pending:  1 event message(s)" in run_cli("spool", "status", env=plain).stdout
+    finally:
+        server.stop()
