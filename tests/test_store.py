@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -410,3 +410,44 @@ async def test_fast_pull_fetch_is_active_on_this_nats_py(nats_server: NatsServer
             await psub.fetch(10, timeout=0.3)
     finally:
         await nc.close()
+
+
+async def test_messages_jetstream_gives_up_on_are_dead_lettered(nats_server: NatsServer, ch: Client) -> None:
+    from nats.js.api import AckPolicy as JsAckPolicy
+    from nats.js.api import ConsumerConfig
+
+    from agentwatch.consumers.store import advisory_router
+
+    messages = envelopes(3)
+    await publish(nats_server.url, messages)
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    await js.add_consumer(
+        STREAM_NAME,
+        ConsumerConfig(
+            durable_name=STORE_DURABLE, ack_policy=JsAckPolicy.EXPLICIT, max_deliver=2, ack_wait=0.5
+        ),
+    )
+    writer = StoreWriter(ch)
+    broker = NatsBroker(nats_server.url, logger=None)
+    broker.include_router(advisory_router(writer))
+    await broker.start()
+    writer.start()
+    try:
+        # A consumer that never acks (a store crashing on these messages, say) until JetStream gives up.
+        rogue = await js.pull_subscribe_bind(STORE_DURABLE, stream=STREAM_NAME)
+        for _ in range(4):
+            with suppress(nats.errors.TimeoutError):
+                await rogue.fetch(10, timeout=0.6)
+            await asyncio.sleep(0.6)
+        await wait_until(lambda: writer.stats.dead_letters >= 3, timeout=15)
+    finally:
+        await writer.stop()
+        await broker.stop()
+        await nc.close()
+    rows = ch.query(
+        "SELECT stream_seq, deliveries, reason, body FROM dead_letters ORDER BY stream_seq"
+    ).result_rows
+    assert [r[0] for r in rows] == [1, 2, 3]
+    assert all(r[1] == 2 and "gave up after 2 deliveries" in r[2] for r in rows)
+    assert [r[3] for r in rows] == [body.decode() for _, _, body in messages]

@@ -20,7 +20,7 @@ from faststream.nats import NatsBroker
 from agentwatch import clickhouse, config
 from agentwatch.consumers import bus
 from agentwatch.consumers.query import query_router
-from agentwatch.consumers.store import StoreWriter, store_router
+from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
 from agentwatch.store.schema import apply_migrations
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ def build(
 
     writer = StoreWriter(store_client)
     broker.include_router(store_router(writer))
+    broker.include_router(advisory_router(writer))
     broker.include_router(query_router(query_client))
     app = FastStream(broker, logger=log)
     reporter: list[asyncio.Task[None]] = []

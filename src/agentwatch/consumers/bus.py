@@ -56,7 +56,7 @@ def store_consumer_config(environ: Mapping[str, str] = os.environ) -> ConsumerCo
         durable_name=STORE_DURABLE,
         ack_policy=JsAckPolicy.EXPLICIT,
         ack_wait=ack_wait(environ),
-        max_deliver=MAX_DELIVER,
+        max_deliver=config.number(environ, "AGENTWATCH_MAX_DELIVER", MAX_DELIVER),
         max_ack_pending=MAX_ACK_PENDING,
     )
 

@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from faststream.middlewares import AckPolicy
 from faststream.nats import NatsRouter, PullSub
-from faststream.nats.annotations import NatsMessage
+from faststream.nats.annotations import JsClient, NatsMessage
 from nats.aio.msg import Msg
 
 from agentwatch.consumers import bus
@@ -254,6 +255,12 @@ class StoreWriter:
         for msg, reason in dead:
             seq, deliveries = _delivery(msg)
             rows.append((msg.subject, seq, deliveries, reason, msg.data))
+        await self.dead_letter_rows(rows, [m for m, _ in dead])
+
+    async def dead_letter_rows(
+        self, rows: list[tuple[str, int, int, str, bytes]], hold: Sequence[Msg] = ()
+    ) -> None:
+        """Write dead-letter rows, retrying while ClickHouse is away (holding `hold` meanwhile)."""
         delay = 0.25
         while True:
             try:
@@ -261,12 +268,12 @@ class StoreWriter:
             except Exception as exc:
                 self.stats.insert_failures += 1
                 self.stats.last_error = _reason(exc)[:300]
-                await self._hold([m for m, _ in dead], delay)
+                await self._hold(list(hold), delay)
                 delay = min(delay * 2, self._retry_max)
                 continue
             self.stats.dead_letters += len(rows)
-            for _, reason in dead:
-                log.warning("dead letter: %s", reason[:200])
+            for row in rows:
+                log.warning("dead letter: %s", row[3][:200])
             return
 
 
@@ -276,6 +283,38 @@ def _delivery(msg: Msg) -> tuple[int, int]:
     except Exception:
         return 0, 0
     return int(meta.sequence.stream), int(meta.num_delivered)
+
+
+MAX_DELIVERIES_ADVISORY = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{bus.STREAM_NAME}.{bus.STORE_DURABLE}"
+
+
+def advisory_router(writer: StoreWriter) -> NatsRouter:
+    """Dead-letters what JetStream gave up on after max_deliver, so nothing leaves silently."""
+    router = NatsRouter()
+
+    @router.subscriber(
+        MAX_DELIVERIES_ADVISORY,
+        queue="agentwatch-store-advisories",
+        title="store max deliveries",
+        description="A message JetStream stopped delivering goes to dead_letters with its body.",
+    )
+    async def gave_up(msg: NatsMessage, js: JsClient) -> None:
+        try:
+            advisory = orjson.loads(msg.body)
+            seq, deliveries = int(advisory["stream_seq"]), int(advisory.get("deliveries", 0))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            log.warning("unreadable max-deliveries advisory: %r", msg.body[:200])
+            return
+        reason = f"JetStream gave up after {deliveries} deliveries (max_deliver {bus.MAX_DELIVER})"
+        try:
+            stored = await js.get_msg(bus.STREAM_NAME, seq)
+            subject, body = str(stored.subject or ""), bytes(stored.data or b"")
+        except Exception as exc:
+            subject, body = "", b""
+            reason += f"; the message is no longer in the stream ({exc})"
+        await writer.dead_letter_rows([(subject, seq, deliveries, reason, body)])
+
+    return router
 
 
 async def _raw_batch(msg: Any) -> Any:
