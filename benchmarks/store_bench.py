@@ -9,10 +9,11 @@ other, each into its own embedded ClickHouse:
   pydantic-validated model and inserts the batch with clickhouse-connect (benchmarks/naive_store.py).
 
 Each is timed from its first delivered message to the moment its durable consumer has nothing
-pending and nothing unacknowledged (the store acks only after the insert). It prints events/s for
-both, the ratio, and the peak resident memory of each process.
+pending and nothing unacknowledged (the store acks only after the insert). The pair runs
+`--repeat` times, interleaved, each run on a fresh consumer and a fresh ClickHouse; it prints every
+run, then the medians of events/s, of the per-run ratio, and of the store's peak resident memory.
 
-    python benchmarks/store_bench.py [--events 200000]
+    python benchmarks/store_bench.py [--events 200000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import nats
@@ -106,6 +109,16 @@ async def drain_time(
     raise RuntimeError(f"{durable} did not drain within {timeout:.0f}s")
 
 
+async def drop_consumers(url: str) -> None:
+    """A fresh start for the next run: both durables begin again at the first message."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    for durable in ("agentwatch-store", "naive-store"):
+        with suppress(NotFoundError):
+            await js.delete_consumer("GENIE", durable)
+    await nc.close()
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -137,6 +150,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     n = args.events
     print(f"building {n:,} envelopes from the captured payloads ...", flush=True)
@@ -158,25 +172,29 @@ def main() -> None:
                 f"published {n:,} envelopes (avg {avg:.0f} bytes) in {time.monotonic() - t0:.1f}s", flush=True
             )
             base = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
-            ours_env = dict(base, AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=f"{tmp}/ours")
-            ours, ours_rss = run_consumer(
-                [str(BIN / "agentwatch"), "store"], ours_env, url, "agentwatch-store", n
-            )
-            naive_env = dict(base, NAIVE_NATS_URL=url, NAIVE_CLICKHOUSE_DIR=f"{tmp}/naive")
-            naive, naive_rss = run_consumer(
-                [sys.executable, str(ROOT / "benchmarks" / "naive_store.py")],
-                naive_env,
-                url,
-                "naive-store",
-                n,
-            )
+            runs: list[tuple[float, float, float, float]] = []
+            print(f"{'run':<5}{'agentwatch store':>22}{'naive reference':>22}{'ratio':>8}{'store RSS':>12}")
+            for i in range(args.repeat):
+                asyncio.run(drop_consumers(url))
+                ours_env = dict(base, AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=f"{tmp}/ours{i}")
+                ours, ours_rss = run_consumer(
+                    [str(BIN / "agentwatch"), "store"], ours_env, url, "agentwatch-store", n
+                )
+                naive_env = dict(base, NAIVE_NATS_URL=url, NAIVE_CLICKHOUSE_DIR=f"{tmp}/naive{i}")
+                naive_cmd = [sys.executable, str(ROOT / "benchmarks" / "naive_store.py")]
+                naive, _ = run_consumer(naive_cmd, naive_env, url, "naive-store", n)
+                runs.append((n / ours, n / naive, naive / ours, ours_rss))
+                line = f"{i + 1:<5}{n / ours:>15,.0f} ev/s{n / naive:>15,.0f} ev/s{naive / ours:>7.2f}x"
+                print(f"{line}{ours_rss:>9.0f} MB", flush=True)
         finally:
             server.terminate()
             server.wait()
-    print(f"{'consumer':<34}{'seconds':>9}{'events/s':>12}{'peak RSS':>11}")
-    print(f"{'agentwatch store':<34}{ours:>9.2f}{n / ours:>12,.0f}{ours_rss:>8.0f} MB")
-    print(f"{'naive FastStream+pydantic':<34}{naive:>9.2f}{n / naive:>12,.0f}{naive_rss:>8.0f} MB")
-    print(f"ratio: {naive / ours:.2f}x the naive reference (targets: >= 50,000 events/s and >= 4x)")
+    med = [statistics.median(r[k] for r in runs) for k in range(4)]
+    print(
+        f"median of {len(runs)}: agentwatch store {med[0]:,.0f} events/s, "
+        f"naive reference {med[1]:,.0f} events/s, ratio {med[2]:.2f}x, store peak RSS {med[3]:.0f} MB"
+    )
+    print("targets: >= 50,000 events/s and >= 4x the naive reference")
 
 
 if __name__ == "__main__":
