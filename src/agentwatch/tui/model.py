@@ -1,0 +1,256 @@
+"""What the dashboard shows, derived from envelopes: the roster of agents and the event feed.
+
+Plain Python, no Textual: the live source and the history query feed envelopes in, widgets read
+snapshots out. Every buffer is bounded, so a flood costs memory once, not per event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# Agent states, in the order a person scans for trouble first.
+FAILED, WAITING, WORKING, THINKING, IDLE, STOPPED = (
+    "failed",
+    "waiting",
+    "working",
+    "thinking",
+    "idle",
+    "stopped",
+)
+STATE_ORDER = {FAILED: 0, WAITING: 1, WORKING: 2, THINKING: 3, IDLE: 4, STOPPED: 5}
+SPARK_BUCKETS = 30
+SPARK_SECONDS = 10.0
+FEED_MAX = 5000
+_ERROR_EVENTS = frozenset({"PostToolUseFailure", "StopFailure"})
+
+
+def envelope_time(env: Mapping[str, Any]) -> float:
+    """The envelope's timestamp as Unix seconds (now, when it has none or a bad one)."""
+    stamp = env.get("timestamp")
+    if isinstance(stamp, str) and stamp:
+        try:
+            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return time.time()
+
+
+@dataclass
+class Agent:
+    """One agent as the roster shows it."""
+
+    name: str
+    team: str = ""
+    parent: str = ""
+    agent_type: str = ""
+    session_id: str = ""
+    host: str = ""
+    state: str = THINKING
+    tool: str = ""
+    tool_use_id: str = ""
+    tool_since: float | None = None
+    last_seen: float = 0.0
+    events: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    messages: int = 0
+    activity: deque[int] = field(default_factory=lambda: deque([0] * SPARK_BUCKETS, maxlen=SPARK_BUCKETS))
+    _bucket: int = 0
+
+    def count_activity(self, at: float) -> None:
+        bucket = int(at // SPARK_SECONDS)
+        if self._bucket == 0:
+            self._bucket = bucket
+        if bucket > self._bucket:
+            for _ in range(min(bucket - self._bucket, SPARK_BUCKETS)):
+                self.activity.append(0)
+            self._bucket = bucket
+        if bucket == self._bucket:
+            self.activity[-1] += 1
+
+    def tool_running_for(self, now: float) -> float | None:
+        return (
+            None
+            if self.tool_since is None or self.state not in (WORKING, WAITING)
+            else max(0.0, now - self.tool_since)
+        )
+
+
+def _next_state(agent: Agent, env: Mapping[str, Any], at: float) -> None:
+    event = env.get("event", "")
+    raw = env.get("data")
+    data: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+    if event == "PreToolUse":
+        agent.state, agent.tool = WORKING, str(env.get("tool_name", ""))
+        agent.tool_use_id, agent.tool_since = str(env.get("tool_use_id", "")), at
+        agent.tool_calls += 1
+    elif event in ("PostToolUse", "PostToolUseFailure", "PermissionDenied"):
+        if not agent.tool_use_id or env.get("tool_use_id") in ("", agent.tool_use_id):
+            agent.state, agent.tool, agent.tool_use_id, agent.tool_since = THINKING, "", "", None
+    elif event == "PermissionRequest" or (
+        event == "Notification" and data.get("notification_type") == "permission_prompt"
+    ):
+        agent.state = WAITING
+        if env.get("tool_name"):
+            agent.tool = str(env["tool_name"])
+            agent.tool_since = agent.tool_since or at
+    elif event in ("Stop", "SubagentStop", "TeammateIdle"):
+        agent.state, agent.tool, agent.tool_use_id, agent.tool_since = IDLE, "", "", None
+    elif event == "StopFailure":
+        agent.state, agent.tool, agent.tool_since = FAILED, "", None
+    elif event == "SessionEnd":
+        agent.state, agent.tool, agent.tool_since = STOPPED, "", None
+    elif event in ("UserPromptSubmit", "SessionStart", "SubagentStart"):
+        agent.state = THINKING
+
+
+class Roster:
+    """Every agent seen, kept current from envelopes (the history first, then live)."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, Agent] = {}
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def get(self, name: str) -> Agent | None:
+        return self._agents.get(name)
+
+    def apply(self, env: Mapping[str, Any]) -> Agent | None:
+        name = env.get("agent")
+        if not isinstance(name, str) or not name:
+            return None
+        at = envelope_time(env)
+        agent = self._agents.get(name)
+        if agent is None:
+            agent = self._agents[name] = Agent(name=name)
+        for attr, key in (("team", "team"), ("parent", "parent_agent"), ("agent_type", "agent_type"),
+                          ("session_id", "session_id"), ("host", "host")):  # fmt: skip
+            value = env.get(key)
+            if isinstance(value, str) and value:
+                setattr(agent, attr, value)
+        agent.events += 1
+        agent.last_seen = max(agent.last_seen, at)
+        agent.count_activity(at)
+        if env.get("kind") == "message":
+            agent.messages += 1
+            return agent
+        if env.get("event") in _ERROR_EVENTS:
+            agent.errors += 1
+        _next_state(agent, env, at)
+        return agent
+
+    def apply_all(self, envelopes: Iterable[Mapping[str, Any]]) -> None:
+        for env in envelopes:
+            self.apply(env)
+
+    def ordered(self, key: str = "state", text: str = "") -> list[tuple[int, Agent]]:
+        """(depth, agent) rows: leads sorted by `key`, each followed by its subagents and teammates."""
+        needle = text.lower()
+        agents = [
+            a for a in self._agents.values() if not needle or needle in f"{a.name} {a.team} {a.tool}".lower()
+        ]
+        sort_keys = {
+            "state": lambda a: (STATE_ORDER.get(a.state, 9), -a.last_seen),
+            "name": lambda a: (a.name,),
+            "recent": lambda a: (-a.last_seen,),
+            "errors": lambda a: (-a.errors, a.name),
+        }
+        sort = sort_keys.get(key, sort_keys["state"])
+        names = {a.name for a in agents}
+        children: dict[str, list[Agent]] = {}
+        for a in agents:
+            if a.parent and a.parent in names and a.parent != a.name:
+                children.setdefault(a.parent, []).append(a)
+        rows: list[tuple[int, Agent]] = []
+
+        def visit(agent: Agent, depth: int, seen: set[str]) -> None:
+            rows.append((depth, agent))
+            seen.add(agent.name)
+            for child in sorted(children.get(agent.name, []), key=sort):
+                if child.name not in seen:
+                    visit(child, depth + 1, seen)
+
+        seen: set[str] = set()
+        for top in sorted((a for a in agents if not (a.parent and a.parent in names)), key=sort):
+            visit(top, 0, seen)
+        for a in sorted(agents, key=sort):  # cycles: still shown once
+            if a.name not in seen:
+                visit(a, 0, seen)
+        return rows
+
+
+@dataclass(frozen=True)
+class FeedLine:
+    at: float
+    agent: str
+    event: str
+    kind: str
+    tool: str
+    text: str
+    envelope: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class FeedFilter:
+    agent: str = ""
+    event: str = ""
+    tool: str = ""
+    text: str = ""
+
+    def matches(self, line: FeedLine) -> bool:
+        return (
+            (not self.agent or line.agent == self.agent)
+            and (not self.event or self.event in (line.event, line.kind))
+            and (not self.tool or line.tool == self.tool)
+            and (not self.text or self.text.lower() in f"{line.agent} {line.event} {line.text}".lower())
+        )
+
+
+class Feed:
+    """The most recent events, newest last, at most `maxlen` of them."""
+
+    def __init__(self, maxlen: int = FEED_MAX) -> None:
+        self._lines: deque[FeedLine] = deque(maxlen=maxlen)
+        self.total = 0
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def add(self, env: Mapping[str, Any]) -> FeedLine:
+        line = FeedLine(
+            at=envelope_time(env),
+            agent=str(env.get("agent", "")),
+            event=str(env.get("event", "")),
+            kind=str(env.get("kind", "")),
+            tool=str(env.get("tool_name", "")),
+            text=str(env.get("text", "")),
+            envelope=env,
+        )
+        self._lines.append(line)
+        self.total += 1
+        return line
+
+    def lines(self, flt: FeedFilter | None = None, last: int | None = None) -> list[FeedLine]:
+        """The matching lines, oldest first; the newest `last` of them when given."""
+        selected: Iterator[FeedLine] | list[FeedLine] = iter(self._lines)
+        if flt is not None:
+            selected = [line for line in self._lines if flt.matches(line)]
+        out = list(selected)
+        return out[-last:] if last else out
+
+
+SPARK_CHARS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Iterable[int]) -> str:
+    vals = list(values)
+    top = max(vals) if vals else 0
+    if top <= 0:
+        return SPARK_CHARS[0] * len(vals)
+    return "".join(SPARK_CHARS[min(8, (v * 8 + top - 1) // top)] for v in vals)
