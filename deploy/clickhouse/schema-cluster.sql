@@ -1,0 +1,368 @@
+-- agentwatch's schema for a ClickHouse cluster: the single-node migrations of
+-- src/agentwatch/store/schema/*.sql (001 to 004), with replicated local tables and Distributed tables
+-- over them under the single-node names, so the store and every query run unchanged.
+--
+--   events_local, messages_local  ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   dead_letters_local            ReplicatedMergeTree
+--   events, messages, dead_letters  Distributed over them: the store inserts here, queries read here
+--   message_envelopes (+ _mv)     Null table whose materialized view writes to the Distributed messages
+--   tool_calls, sessions, agents  the same views, over the Distributed tables
+--
+-- Sharding: events and messages by cityHash64(id). A redelivered event has the same id, so both
+-- copies land on the same shard and the ReplacingMergeTree collapses them there; `FINAL` (which the
+-- views use) is applied per shard, which is therefore exact. Do not shard by anything else.
+--
+-- Columns are exactly the single-node ones (tests/test_deploy_files.py applies this file to an
+-- embedded engine, engines rewritten to their single-node forms, and compares system.columns).
+--
+-- Needs: remote_servers with the cluster, ClickHouse Keeper (or ZooKeeper), and the macros
+-- {cluster}, {shard}, {replica} on every node (deploy/clickhouse/config.d/agentwatch.xml).
+-- Apply once, as an administrator, from any node:
+--
+--   clickhouse-client --query "CREATE DATABASE IF NOT EXISTS agentwatch ON CLUSTER '{cluster}'"
+--   clickhouse-client --database agentwatch --multiquery < deploy/clickhouse/schema-cluster.sql
+--
+-- The Distributed tables name the database `agentwatch`: change it there if yours differs.
+--
+-- The store still runs its migrations at start (apply_migrations): every statement is
+-- CREATE ... IF NOT EXISTS, so against this schema they find the tables and change nothing (they
+-- only create the small local `schema_migrations` table on the node the store talks to).
+--
+-- Retention: the store's AGENTWATCH_RETENTION_DAYS must stay 0 on a cluster (it would ALTER the
+-- Distributed tables, which have no TTL). Set the TTL on the local tables instead, once:
+--
+--   ALTER TABLE events_local ON CLUSTER '{cluster}' MODIFY TTL toDateTime(timestamp) + INTERVAL 90 DAY;
+--   ALTER TABLE messages_local ON CLUSTER '{cluster}' MODIFY TTL toDateTime(timestamp) + INTERVAL 90 DAY;
+--
+-- Statements end with a semicolon at the end of a line, and nowhere else (as in the migrations).
+
+-- 001_events ------------------------------------------------------------------------------------
+CREATE TABLE IF NOT EXISTS events_local ON CLUSTER '{cluster}'
+(
+    id String,
+    timestamp DateTime64(3, 'UTC'),
+    v UInt8,
+    event LowCardinality(String),
+    kind LowCardinality(String),
+    agent LowCardinality(String),
+    team LowCardinality(String),
+    direction LowCardinality(String),
+    peer String,
+    text String,
+    source LowCardinality(String),
+    session_id String,
+    agent_id String,
+    agent_type LowCardinality(String),
+    parent_agent LowCardinality(String),
+    tool_name LowCardinality(String),
+    tool_use_id String,
+    host LowCardinality(String),
+    cwd String,
+    redacted UInt32,
+    truncated Bool,
+    data String CODEC(ZSTD(3)),
+    stored_at DateTime64(3, 'UTC') DEFAULT now64(3),
+    INDEX idx_session_id session_id TYPE bloom_filter(0.01) GRANULARITY 4,
+    INDEX idx_tool_use_id tool_use_id TYPE bloom_filter(0.01) GRANULARITY 4
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/events', '{replica}')
+PARTITION BY toYYYYMM(timestamp)
+ORDER BY (timestamp, id);
+
+CREATE TABLE IF NOT EXISTS events ON CLUSTER '{cluster}' AS events_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'events_local', cityHash64(id));
+
+-- 002_messages ----------------------------------------------------------------------------------
+CREATE TABLE IF NOT EXISTS messages_local ON CLUSTER '{cluster}'
+(
+    id String,
+    event_id String,
+    timestamp DateTime64(3, 'UTC'),
+    from_agent LowCardinality(String),
+    to_agent LowCardinality(String),
+    team LowCardinality(String),
+    to_raw String,
+    to_agent_id String,
+    message_type LowCardinality(String),
+    summary String,
+    text String CODEC(ZSTD(3)),
+    session_id String,
+    stored_at DateTime64(3, 'UTC') DEFAULT now64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/messages', '{replica}')
+PARTITION BY toYYYYMM(timestamp)
+ORDER BY (timestamp, id);
+
+CREATE TABLE IF NOT EXISTS messages ON CLUSTER '{cluster}' AS messages_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'messages_local', cityHash64(id));
+
+-- On every node: the store inserts message envelopes into the node it talks to; the view sends each
+-- row through the Distributed `messages`, so it lands on the shard of its id like the events.
+CREATE TABLE IF NOT EXISTS message_envelopes ON CLUSTER '{cluster}'
+(
+    id String,
+    timestamp DateTime64(3, 'UTC'),
+    v UInt8,
+    event LowCardinality(String),
+    kind LowCardinality(String),
+    agent LowCardinality(String),
+    team LowCardinality(String),
+    peer String,
+    text String,
+    session_id String,
+    agent_id String,
+    host LowCardinality(String),
+    data String
+)
+ENGINE = Null;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS message_envelopes_mv ON CLUSTER '{cluster}' TO messages AS
+SELECT
+    id,
+    JSONExtractString(data, 'event_id') AS event_id,
+    timestamp,
+    if(JSONHas(data, 'from'), JSONExtractString(data, 'from'), agent) AS from_agent,
+    if(JSONHas(data, 'to'), JSONExtractString(data, 'to'), peer) AS to_agent,
+    team,
+    JSONExtractString(data, 'to_raw') AS to_raw,
+    JSONExtractString(data, 'to_agent_id') AS to_agent_id,
+    JSONExtractString(data, 'message_type') AS message_type,
+    JSONExtractString(data, 'summary') AS summary,
+    if(
+        JSONType(data, 'message') = 'String',
+        JSONExtractString(data, 'message'),
+        JSONExtractRaw(data, 'message')
+    ) AS text,
+    session_id
+FROM message_envelopes;
+
+-- 003_dead_letters ------------------------------------------------------------------------------
+CREATE TABLE IF NOT EXISTS dead_letters_local ON CLUSTER '{cluster}'
+(
+    received_at DateTime64(3, 'UTC') DEFAULT now64(3),
+    subject String,
+    stream_seq UInt64,
+    deliveries UInt32,
+    reason String,
+    body String CODEC(ZSTD(3))
+)
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/dead_letters', '{replica}')
+ORDER BY received_at;
+
+-- No deduplication here: any shard will do.
+CREATE TABLE IF NOT EXISTS dead_letters ON CLUSTER '{cluster}' AS dead_letters_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'dead_letters_local', rand());
+
+-- 004_views (copied from src/agentwatch/store/schema/004_views.sql; only ON CLUSTER added) ------
+-- Read-side views. Each reads `events FINAL`, so a redelivered event (same timestamp and id)
+-- is counted once even before the background merge collapsed it.
+-- Ties between events of the same millisecond are broken by id (a ULID, time-ordered).
+
+-- tool_calls: one row per tool_use_id (not empty), the PreToolUse paired with its result.
+-- Pairs are made within a session: a tool_use_id is unique there (and in practice everywhere).
+--   session_id, tool_use_id
+--                 the call's session and id, from Claude Code
+--   agent, team, agent_id, host
+--                 from the PreToolUse (from the result when the call was never seen)
+--   tool          tool_name
+--   text          the call's one-line summary (the PreToolUse's text, else the result's)
+--   started       the PreToolUse time, NULL when it was never seen
+--   ended         the PostToolUse / PostToolUseFailure / PermissionDenied time, NULL while running
+--   duration_ms   the result payload's duration_ms when present, else ended - started in
+--                 milliseconds, NULL when unpaired and the payload has none
+--   status        ok, error, interrupted (a failure with is_interrupt true), denied, running (a
+--                 call with no result yet), orphan (a result whose call was never seen)
+--   error         the failure's error text, '' otherwise
+CREATE VIEW IF NOT EXISTS tool_calls ON CLUSTER '{cluster}' AS
+SELECT
+    session_id,
+    tool_use_id,
+    argMin(agent, (is_call = 0, timestamp, id)) AS agent,
+    argMin(team, (is_call = 0, timestamp, id)) AS team,
+    argMin(agent_id, (is_call = 0, timestamp, id)) AS agent_id,
+    argMin(host, (is_call = 0, timestamp, id)) AS host,
+    argMin(tool_name, (is_call = 0, timestamp, id)) AS tool,
+    argMin(text, (is_call = 0, timestamp, id)) AS text,
+    minOrNullIf(timestamp, is_call = 1) AS started,
+    maxOrNullIf(timestamp, is_call = 0) AS ended,
+    coalesce(
+        maxOrNullIf(payload_duration_ms, is_call = 0),
+        dateDiff('millisecond', started, ended)
+    ) AS duration_ms,
+    multiIf(
+        countIf(is_call = 1) = 0, 'orphan',
+        countIf(event = 'PermissionDenied') > 0, 'denied',
+        countIf(event = 'PostToolUseFailure' AND is_interrupt) > 0, 'interrupted',
+        countIf(event = 'PostToolUseFailure') > 0, 'error',
+        countIf(event = 'PostToolUse') > 0, 'ok',
+        'running'
+    ) AS status,
+    anyIf(failure_error, event = 'PostToolUseFailure') AS error
+FROM
+(
+    SELECT
+        tool_use_id, agent, team, session_id, agent_id, host, tool_name, text, timestamp, id, event,
+        toUInt8(event = 'PreToolUse') AS is_call,
+        if(event = 'PreToolUse', NULL, JSONExtract(data, 'duration_ms', 'Nullable(Int64)'))
+            AS payload_duration_ms,
+        if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
+        if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS failure_error
+    FROM events FINAL
+    WHERE tool_use_id != ''
+      AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
+)
+GROUP BY session_id, tool_use_id;
+
+-- sessions: one row per session_id (not empty).
+--   session_id
+--   agent         the session's main agent: the agent of its events without agent_id (the
+--                 subagents' parent_agent when only subagent events were seen)
+--   team          the main agent's team
+--   host, cwd     of the first event that has one
+--   started       the first SessionStart's time, else the first event's
+--   ended         the last SessionEnd's time, NULL when not ended (or resumed after it)
+--   end_reason    that SessionEnd's reason (clear, logout, prompt_input_exit, other, ...), '' if none
+--   last_seen     the latest event's time
+--   events        how many events
+--   tool_calls    how many PreToolUse, subagents' included
+--   errors        how many PostToolUseFailure and StopFailure
+--   prompts       how many UserPromptSubmit
+--   subagents     how many distinct agent_id (subagents and teammates)
+--   outcome       failed (the main agent's last turn ended with a StopFailure), ended,
+--                 idle (its last turn ended with Stop: waiting for a prompt), running
+CREATE VIEW IF NOT EXISTS sessions ON CLUSTER '{cluster}' AS
+SELECT
+    session_id, agent, team, host, cwd, started, ended, end_reason, last_seen, events, tool_calls,
+    errors, prompts, subagents, outcome
+FROM
+(
+    SELECT
+        session_id,
+        if(
+            countIf(agent_id = '') > 0,
+            argMinIf(agent, (timestamp, id), agent_id = ''),
+            anyIf(parent_agent, parent_agent != '')
+        ) AS agent,
+        if(countIf(agent_id = '') > 0, argMinIf(team, (timestamp, id), agent_id = ''), any(team)) AS team,
+        argMinIf(host, (timestamp, id), host != '') AS host,
+        argMinIf(cwd, (timestamp, id), cwd != '') AS cwd,
+        coalesce(minOrNullIf(timestamp, event = 'SessionStart'), min(timestamp)) AS started,
+        maxOrNullIf(timestamp, event = 'SessionEnd') AS last_end,
+        maxOrNullIf(timestamp, event = 'SessionStart') AS last_start,
+        if(last_end IS NOT NULL AND (last_start IS NULL OR last_end >= last_start), last_end, NULL) AS ended,
+        if(ended IS NULL, '', argMaxIf(end_reason_raw, (timestamp, id), event = 'SessionEnd')) AS end_reason,
+        max(timestamp) AS last_seen,
+        count() AS events,
+        countIf(event = 'PreToolUse') AS tool_calls,
+        countIf(event IN ('PostToolUseFailure', 'StopFailure')) AS errors,
+        countIf(event = 'UserPromptSubmit') AS prompts,
+        uniqExactIf(agent_id, agent_id != '') AS subagents,
+        argMaxIf(
+            event, (timestamp, id), agent_id = '' AND event IN ('UserPromptSubmit', 'Stop', 'StopFailure')
+        ) AS last_turn_event,
+        multiIf(
+            last_turn_event = 'StopFailure', 'failed',
+            ended IS NOT NULL, 'ended',
+            last_turn_event = 'Stop', 'idle',
+            'running'
+        ) AS outcome
+    FROM
+    (
+        SELECT
+            session_id, agent, team, parent_agent, agent_id, host, cwd, timestamp, id, event,
+            if(event = 'SessionEnd', JSONExtractString(data, 'reason'), '') AS end_reason_raw
+        FROM events FINAL
+        WHERE session_id != ''
+    )
+    GROUP BY session_id
+);
+
+-- agents: one row per agent name.
+--   agent
+--   team, parent_agent, agent_type, agent_id, session_id, host
+--                 from its latest event
+--   first_seen, last_seen
+--   last_event    the latest event's name
+--   state         from the latest event that says something about the agent's state:
+--                 working (PreToolUse), waiting (PermissionRequest, an MCP Elicitation, or a
+--                 Notification of type permission_prompt), idle (Stop, SubagentStop, TeammateIdle, a Notification of
+--                 type idle_prompt, SessionStart), stopped (SessionEnd), failed (StopFailure),
+--                 thinking (anything else: a prompt, a tool result, a subagent start, ...).
+--                 Events that arrive whatever the agent does (InstructionsLoaded, FileChanged,
+--                 ConfigChange, CwdChanged, TaskCreated, other Notifications, ...) are not counted.
+--   current_tool  the tool of that PreToolUse while working, '' otherwise
+--   tool_calls    how many PreToolUse
+--   errors        how many PostToolUseFailure and StopFailure
+--   messages_sent how many messages it sent (rows of `messages`)
+--   events        how many events
+CREATE VIEW IF NOT EXISTS agents ON CLUSTER '{cluster}' AS
+SELECT
+    a.agent AS agent,
+    a.team AS team,
+    a.parent_agent AS parent_agent,
+    a.agent_type AS agent_type,
+    a.agent_id AS agent_id,
+    a.session_id AS session_id,
+    a.host AS host,
+    a.first_seen AS first_seen,
+    a.last_seen AS last_seen,
+    a.last_event AS last_event,
+    multiIf(
+        a.state_event = 'PreToolUse', 'working',
+        a.state_event IN ('PermissionRequest', 'Elicitation'), 'waiting',
+        a.state_event = 'Notification' AND a.state_note = 'permission_prompt', 'waiting',
+        a.state_event IN ('Stop', 'SubagentStop', 'TeammateIdle', 'SessionStart', 'Notification'), 'idle',
+        a.state_event = 'SessionEnd', 'stopped',
+        a.state_event = 'StopFailure', 'failed',
+        'thinking'
+    ) AS state,
+    if(a.state_event = 'PreToolUse', a.state_tool, '') AS current_tool,
+    a.tool_calls AS tool_calls,
+    a.errors AS errors,
+    coalesce(m.sent, 0) AS messages_sent,
+    a.events AS events
+FROM
+(
+    SELECT
+        agent,
+        argMax(team, (timestamp, id)) AS team,
+        argMax(parent_agent, (timestamp, id)) AS parent_agent,
+        argMax(agent_type, (timestamp, id)) AS agent_type,
+        argMax(agent_id, (timestamp, id)) AS agent_id,
+        argMax(session_id, (timestamp, id)) AS session_id,
+        argMax(host, (timestamp, id)) AS host,
+        min(timestamp) AS first_seen,
+        max(timestamp) AS last_seen,
+        argMax(event, (timestamp, id)) AS last_event,
+        argMaxIf(event, (timestamp, id), is_state) AS state_event,
+        argMaxIf(note, (timestamp, id), is_state) AS state_note,
+        argMaxIf(tool_name, (timestamp, id), is_state) AS state_tool,
+        countIf(event = 'PreToolUse') AS tool_calls,
+        countIf(event IN ('PostToolUseFailure', 'StopFailure')) AS errors,
+        count() AS events
+    FROM
+    (
+        SELECT
+            agent, team, parent_agent, agent_type, agent_id, session_id, host, tool_name, timestamp,
+            id, event, note,
+            event IN (
+                'PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionRequest',
+                'PermissionDenied', 'UserPromptSubmit', 'UserPromptExpansion', 'Stop', 'StopFailure',
+                'SubagentStart', 'SubagentStop', 'TeammateIdle', 'SessionStart', 'SessionEnd',
+                'PreCompact', 'PostCompact', 'PostToolBatch', 'Elicitation', 'ElicitationResult'
+            ) OR (event = 'Notification' AND note IN ('permission_prompt', 'idle_prompt')) AS is_state
+        FROM
+        (
+            SELECT
+                agent, team, parent_agent, agent_type, agent_id, session_id, host, tool_name,
+                timestamp, id, event,
+                if(event = 'Notification', JSONExtractString(data, 'notification_type'), '') AS note
+            FROM events FINAL
+        )
+    )
+    GROUP BY agent
+) AS a
+LEFT JOIN
+(
+    SELECT from_agent, count() AS sent FROM messages FINAL GROUP BY from_agent
+) AS m ON m.from_agent = a.agent;
