@@ -48,6 +48,14 @@ def bus_answers(url: str, timeout: float = 1.0) -> dict[str, Any] | None:
         conn.close()
 
 
+def display_urls(url: str) -> str:
+    """The bus URL(s) with passwords and tokens masked, for anything printed or logged."""
+    try:
+        return ",".join(u.display() for u in parse_urls(url))
+    except ValueError:
+        return "<unparsable NATS URL>"
+
+
 def nats_server_binary() -> str | None:
     near = Path(sys.executable).parent / "nats-server"
     return str(near) if near.exists() else shutil.which("nats-server")
@@ -97,18 +105,27 @@ class LocalNats:
         self.proc = None
 
 
-async def _prepare_stream(nats_url: str, environ: Mapping[str, str]) -> str:
+async def _prepare_stream(nats_url: str, environ: Mapping[str, str], patience: float = 30.0) -> str:
+    """Create or update the stream, retrying while a cluster has no leader for it yet (a node
+    that just restarted, an election under way)."""
     import nats
 
     from agentwatch.consumers.bus import ensure_stream
 
-    nc = await nats.connect(
-        nats_url.split(","), name="agentwatch-setup", connect_timeout=5, max_reconnect_attempts=0
-    )
-    try:
-        return await ensure_stream(nc.jetstream(), environ)
-    finally:
-        await nc.close()
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            nc = await nats.connect(
+                nats_url.split(","), name="agentwatch-setup", connect_timeout=5, max_reconnect_attempts=0
+            )
+            try:
+                return await ensure_stream(nc.jetstream(), environ)
+            finally:
+                await nc.close()
+        except Exception:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(1.0)
 
 
 def run_collector(
@@ -126,7 +143,7 @@ def run_collector(
     try:
         how = asyncio.run(_prepare_stream(nats_url, environ))
     except Exception as exc:
-        return _fail(f"cannot set up the GENIE stream on {nats_url}: {exc}")
+        return _fail(f"cannot set up the GENIE stream on {display_urls(nats_url)}: {exc}")
     try:
         collector = build(nats_url, ch_url, environ, status=sys.stdout)
     except Exception as exc:
@@ -198,11 +215,13 @@ def cmd_store(args: argparse.Namespace) -> int:
     url = config.nats_url(os.environ)
     info = bus_answers(url, 3.0)
     if info is None:
-        return _fail(f"no NATS answers at {url}: the store needs a running bus (or use `agentwatch up`)")
+        return _fail(
+            f"no NATS answers at {display_urls(url)}: the store needs a running bus (or `agentwatch up`)"
+        )
     return run_collector(
         url,
         os.environ,
-        banner=[f"agentwatch store on {url}"],
+        banner=[f"agentwatch store on {display_urls(url)}"],
         verbose=args.verbose,
         started_at=time.monotonic(),
     )
@@ -307,11 +326,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
         result = query(sql, max_rows=args.max_rows)
     except LookupError as exc:
         return _fail(str(exc))
-    except OSError as exc:
-        return _fail(f"cannot reach the bus at {config.nats_url()}: {exc}; start it with `agentwatch up`")
     except Exception as exc:
-        if type(exc).__module__.startswith("nats"):
-            return _fail(f"cannot reach the bus at {config.nats_url()}: {exc}; start it with `agentwatch up`")
+        if isinstance(exc, OSError) or type(exc).__module__.startswith("nats"):
+            where = display_urls(config.nats_url())
+            return _fail(f"cannot reach the bus at {where}: {exc}; start it with `agentwatch up`")
         raise
     if "error" in result:
         return _fail(f"ClickHouse: {result['error']}", 1)
@@ -366,7 +384,7 @@ STATUS_SQL = (
 def cmd_status(_args: argparse.Namespace) -> int:
     url = config.nats_url(os.environ)
     info = bus_answers(url, 2.0)
-    print(f"bus:       {url}")
+    print(f"bus:       {display_urls(url)}")
     if info is None:
         print("           does NOT answer: start the pipeline with `agentwatch up`")
         return 1
