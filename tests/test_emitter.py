@@ -21,6 +21,7 @@ from tests.conftest import (
     all_fixtures,
     clean_env,
     free_port,
+    make_stream,
     run_cli,
     run_emit,
     tool,
@@ -397,6 +398,7 @@ def test_user_password_and_token_auth(tmp_path: Path, collector_for: Any) -> Non
     )
     server = NatsServer(tmp_path / "auth", config=conf).start()
     try:
+        make_stream(f"nats://reader:r@127.0.0.1:{server.port}")
         collector = collector_for(f"nats://reader:r@127.0.0.1:{server.port}")
         env = clean_env(
             AGENTWATCH_DATA_DIR=str(tmp_path / "d"),
@@ -413,6 +415,7 @@ def test_user_password_and_token_auth(tmp_path: Path, collector_for: Any) -> Non
         server.stop()
     token_server = NatsServer(tmp_path / "token", config='authorization { token: "s3cret" }\n').start()
     try:
+        make_stream(f"nats://s3cret@127.0.0.1:{token_server.port}")
         collector = collector_for(f"nats://s3cret@127.0.0.1:{token_server.port}")
         env = clean_env(
             AGENTWATCH_DATA_DIR=str(tmp_path / "t"),
@@ -465,6 +468,9 @@ def test_tls(tmp_path: Path, collector_for: Any) -> None:
 
         async def subscribe_and_emit() -> None:
             nc = await nats.connect(f"tls://localhost:{server.port}", tls=ctx)
+            from agentwatch.consumers.bus import ensure_stream
+
+            await ensure_stream(nc.jetstream(), {})
 
             async def on_msg(msg: Any) -> None:
                 collected.append(msg.data)
@@ -559,6 +565,7 @@ def test_nkey_auth_falls_back_to_nats_py(tmp_path: Path, collector_for: Any) -> 
     conf = f'authorization {{ users = [ {{ nkey: "{public}" }}, {{ user: "reader", password: "r" }} ] }}\n'
     server = NatsServer(tmp_path / "nkey", config=conf).start()
     try:
+        make_stream(f"nats://reader:r@127.0.0.1:{server.port}")
         collector = collector_for(f"nats://reader:r@127.0.0.1:{server.port}")
         env = clean_env(
             AGENTWATCH_DATA_DIR=str(tmp_path / "d"),

@@ -12,7 +12,7 @@ from typing import Any
 import nats
 
 from agentwatch.emitter.spool import Spool
-from tests.conftest import Collector, NatsServer, clean_env, free_port, run_cli, run_emit
+from tests.conftest import Collector, NatsServer, clean_env, free_port, make_stream, run_cli, run_emit
 
 
 def _payload(i: int) -> bytes:
@@ -115,14 +115,6 @@ def test_resent_chunk_is_dropped_by_jetstream(tmp_path: Path) -> None:
     shutil.copytree(spool_dir, backup)
     server = NatsServer(tmp_path / "nats", port=port).start()
     try:
-
-        async def make_stream() -> None:
-            nc = await nats.connect(server.url)
-            js = nc.jetstream()
-            await js.add_stream(name="GENIE", subjects=["genie.>"], duplicate_window=120)
-            await nc.close()
-
-        asyncio.run(make_stream())
         assert run_cli("spool", "flush", env=env).returncode == 0
         shutil.rmtree(spool_dir)
         shutil.copytree(backup, spool_dir)  # as if the first flush never committed
@@ -169,3 +161,32 @@ def test_flush_with_bus_down_says_what_to_do(tmp_path: Path) -> None:
     assert flush.returncode == 2
     assert "does not answer" in flush.stderr and "stay spooled" in flush.stderr
     assert "pending:  1 event message(s)" in run_cli("spool", "status", env=env).stdout
+
+
+def test_an_event_counts_as_sent_once_the_stream_stored_it(tmp_path: Path, collector_for: Any) -> None:
+    """A server's PONG only proves it received the event; on a bus with JetStream the hook waits
+    for the stream's acknowledgement, and keeps the event until a stream has it."""
+    server = NatsServer(tmp_path / "nats", stream=False).start()
+    try:
+        env = clean_env(
+            AGENTWATCH_DATA_DIR=str(tmp_path / "data"),
+            AGENTWATCH_NATS_URL=server.url,
+            AGENTWATCH_DEADLINE_MS="300",
+        )
+        collector: Collector = collector_for(server.url)
+        assert run_emit(_payload(1), env).returncode == 0
+        assert len(collector.wait_for(1)) == 1, "live subscribers see it at once"
+        assert "pending:  1 event message(s)" in run_cli("spool", "status", env=env).stdout
+        make_stream(server.url)
+        assert run_emit(_payload(2), env).returncode == 0  # acknowledged, and drains the spool
+
+        async def stored() -> int:
+            nc = await nats.connect(server.url)
+            info = await nc.jetstream().stream_info("GENIE")
+            await nc.close()
+            return int(info.state.messages)
+
+        assert asyncio.run(stored()) == 2
+        assert "pending:  0 event message(s)" in run_cli("spool", "status", env=env).stdout
+    finally:
+        server.stop()

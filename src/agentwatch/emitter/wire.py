@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     Message = tuple[str, str, bytes]
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
+# Reply subjects for JetStream's acknowledgements; a deployment that restricts the hook's user
+# grants it `subscribe: "_AW_ACK.>"` (see deploy/nats/accounts.conf).
+ACK_PREFIX = "_AW_ACK"
 DEFAULT_PORT = 4222
 
 
@@ -192,7 +195,9 @@ class Connection:
             "verbose": False,
             "pedantic": False,
             "headers": True,
-            "no_responders": False,
+            # A publish whose reply nobody answers (no stream captures the subject) gets a 503
+            # status instead of silence, so the hook need not wait out its deadline for an ack.
+            "no_responders": True,
             "lang": "python-agentwatch-emit",
             "version": __version__,
             "protocol": 1,
@@ -219,14 +224,38 @@ class Connection:
         line, _, self._buf = self._buf.partition(b"\r\n")
         return line
 
+    def _read_exact(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            self._sock.settimeout(self._remaining())
+            chunk = self._sock.recv(max(65536, n - len(self._buf)))
+            if not chunk:
+                raise BusError(f"{self.url.display()} closed the connection")
+            self._buf += chunk
+        data, self._buf = self._buf[:n], self._buf[n:]
+        return data
+
     def publish(self, messages: Iterable[Message]) -> None:
-        """Send `messages` and return once the server confirmed them (PONG), or raise BusError."""
-        parts = []
+        """Send `messages`; return once each is stored, or raise BusError.
+
+        On a server with JetStream, stored means the stream's acknowledgement (a PubAck on the
+        reply subject); a server's PONG alone is not enough in a cluster: it proves that server
+        received a message, not that the stream leader stored it, and a node killed at that moment
+        loses it. Until a stream captures genie.> (before `agentwatch up` made it), events wait in
+        the caller's spool; where nothing listens at all, the server's "no responders" ends the
+        wait at once. Without JetStream, the PONG after the messages is all the confirmation there
+        is. Message ids make JetStream drop the repeats of anything sent again.
+        """
+        batch = list(messages)
         headers = bool(self.info.get("headers", True))
-        for subject, msg_id, body in messages:
+        # With JetStream on the server, an event is sent once a stream stored it; without it,
+        # the PONG after the messages is all the confirmation there is.
+        acks = headers and bool(self.info.get("jetstream")) and self._ack_inbox()
+        parts = []
+        for i, (subject, msg_id, body) in enumerate(batch):
+            reply = f" {self._inbox}.{i}" if acks else ""
             if headers:
                 hdr = f"NATS/1.0\r\n{MSG_ID_HEADER}: {msg_id}\r\n\r\n".encode()
-                parts.append(f"HPUB {subject} {len(hdr)} {len(hdr) + len(body)}\r\n".encode())
+                parts.append(f"HPUB {subject}{reply} {len(hdr)} {len(hdr) + len(body)}\r\n".encode())
                 parts.append(hdr)
             else:
                 parts.append(f"PUB {subject} {len(body)}\r\n".encode())
@@ -235,9 +264,66 @@ class Connection:
         parts.append(b"PING\r\n")
         try:
             self._send(b"".join(parts))
-            self.confirm()
+            if acks:
+                self._await_acks(len(batch))
+            else:
+                self.confirm()
         except OSError as exc:
             raise BusError(f"{self.url.display()}: {exc}") from None
+
+    _inbox = ""
+    _acks_refused = False
+
+    def _ack_inbox(self) -> bool:
+        """Subscribe once to this connection's inbox for acknowledgements; False where the server
+        refuses the subscription (a user allowed to publish only): then PONG is the confirmation."""
+        if self._acks_refused:
+            return False
+        if not self._inbox:
+            import os
+
+            self._inbox = f"{ACK_PREFIX}.{os.urandom(8).hex()}"
+            self._send(f"SUB {self._inbox}.* 1\r\n".encode())
+        return True
+
+    def _await_acks(self, count: int) -> None:
+        """Read until every message 0..count-1 has its PubAck or no-responders status."""
+        waiting = set(range(count))
+        ponged = False
+        while waiting or not ponged:
+            line = self._readline()
+            if line.startswith((b"MSG ", b"HMSG ")):
+                fields = line.split()
+                total = int(fields[-1])
+                hdr_len = int(fields[-2]) if fields[0] == b"HMSG" else 0
+                payload = self._read_exact(total + 2)[:total]
+                index = (
+                    int(fields[1].rsplit(b".", 1)[-1]) if fields[1].startswith(self._inbox.encode()) else -1
+                )
+                if index not in waiting:
+                    continue
+                head, body = payload[:hdr_len], payload[hdr_len:]
+                if head.startswith(b"NATS/1.0 503"):
+                    waiting.discard(index)  # no stream for this subject: core delivery is all there is
+                    continue
+                if b'"error"' in body[:200]:
+                    raise BusError(
+                        f"{self.url.display()} did not store a message: {body[:300].decode(errors='replace')}"
+                    )
+                waiting.discard(index)
+            elif line == b"PONG":
+                ponged = True
+            elif line.startswith(b"-ERR"):
+                text = line[5:].decode(errors="replace")
+                if "Permissions Violation for Subscription" in text:
+                    # This user may not receive acks: fall back to the server's PONG.
+                    self._acks_refused = True
+                    if not ponged:
+                        self.confirm()
+                    return
+                raise BusError(f"{self.url.display()} refused: {text}")
+            elif line == b"PING":
+                self._send(b"PONG\r\n")
 
     def confirm(self) -> None:
         """Wait for the PONG that follows everything sent so far."""
