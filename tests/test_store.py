@@ -451,3 +451,17 @@ async def test_messages_jetstream_gives_up_on_are_dead_lettered(nats_server: Nat
     assert [r[0] for r in rows] == [1, 2, 3]
     assert all(r[1] == 2 and "gave up after 2 deliveries" in r[2] for r in rows)
     assert [r[3] for r in rows] == [body.decode() for _, _, body in messages]
+
+
+def test_sql_and_status_fail_fast_and_plainly_without_a_bus(tmp_path: Path) -> None:
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=f"nats://u:hunter2@127.0.0.1:{free_port()}"
+    )
+    started = time.monotonic()
+    result = run_cli("sql", "SELECT 1", env=env, timeout=20)
+    assert time.monotonic() - started < 5
+    assert result.returncode == 2
+    assert "agentwatch up" in result.stderr and "Traceback" not in result.stderr
+    assert "hunter2" not in result.stderr
+    status = run_cli("status", env=env, timeout=20)
+    assert status.returncode == 1 and "does NOT answer" in status.stdout

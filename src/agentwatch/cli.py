@@ -200,6 +200,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if healthy else 1
 
 
+def cmd_tui(_args: argparse.Namespace) -> int:
+    try:
+        from agentwatch.tui.app import run
+    except ImportError as exc:
+        return _fail(
+            f"the dashboard needs the [tui] extra ({exc.name} is missing): pip install 'agentwatch[tui]'"
+        )
+    run()
+    return 0
+
+
 # --- entry point ------------------------------------------------------------------------------
 
 
@@ -224,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.register(sub)
     claude_settings.register(sub)
 
+    tui = sub.add_parser("tui", help="the live dashboard (also: agentwatch with no command)")
+    tui.set_defaults(func=cmd_tui)
+
     doctor = sub.add_parser("doctor", help="check the hook's bus, spool, crash log and speed")
     doctor.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for the bus (default 2)")
     doctor.add_argument("--runs", type=int, default=7, help="hook runs to time (default 7)")
@@ -236,6 +250,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
+        if args.command is None:
+            raise SystemExit(cmd_tui(args))
         parser.print_help()
         raise SystemExit(0)
     try:

@@ -56,6 +56,22 @@ def display_urls(url: str) -> str:
         return "<unparsable NATS URL>"
 
 
+async def _quiet(_exc: Exception) -> None:
+    """nats-py logs every connection error with a traceback unless given a callback."""
+
+
+async def one_shot(url: str, name: str) -> Any:
+    """A nats-py connection for a command that runs once: fails at once, with a plain message,
+    when no server answers (nats-py's defaults would keep retrying, printing tracebacks)."""
+    import nats
+
+    if bus_answers(url, 3.0) is None:
+        raise ConnectionRefusedError(f"no NATS server answers at {display_urls(url)}")
+    return await nats.connect(
+        url.split(","), name=name, connect_timeout=3, allow_reconnect=False, error_cb=_quiet
+    )
+
+
 def nats_server_binary() -> str | None:
     near = Path(sys.executable).parent / "nats-server"
     return str(near) if near.exists() else shutil.which("nats-server")
@@ -108,16 +124,13 @@ class LocalNats:
 async def _prepare_stream(nats_url: str, environ: Mapping[str, str], patience: float = 30.0) -> str:
     """Create or update the stream, retrying while a cluster has no leader for it yet (a node
     that just restarted, an election under way)."""
-    import nats
 
     from agentwatch.consumers.bus import ensure_stream
 
     deadline = time.monotonic() + patience
     while True:
         try:
-            nc = await nats.connect(
-                nats_url.split(","), name="agentwatch-setup", connect_timeout=5, max_reconnect_attempts=0
-            )
+            nc = await one_shot(nats_url, "agentwatch-setup")
             try:
                 return await ensure_stream(nc.jetstream(), environ)
             finally:
@@ -231,15 +244,12 @@ def cmd_store(args: argparse.Namespace) -> int:
 
 
 async def _request(url: str, payload: bytes, timeout: float) -> bytes:
-    import nats
     from nats.errors import NoRespondersError
     from nats.errors import TimeoutError as NatsTimeout
 
     from agentwatch.consumers.bus import QUERY_SUBJECT
 
-    nc = await nats.connect(
-        url.split(","), name="agentwatch-sql", connect_timeout=3, max_reconnect_attempts=0
-    )
+    nc = await one_shot(url, "agentwatch-sql")
     try:
         reply = await nc.request(QUERY_SUBJECT, payload, timeout=timeout)
         return bytes(reply.data)
@@ -315,7 +325,9 @@ def render(result: dict[str, Any], fmt: str, out: io.TextIOBase | Any = sys.stdo
         for r in cells:
             out.write(line(r) + "\n")
         note = f"({len(rows)} row{'s' if len(rows) != 1 else ''}"
-        if result.get("truncated"):
+        if result.get("note"):
+            note += f", {result['note']}"
+        elif result.get("truncated"):
             note += f", cut at {len(rows)}: add a LIMIT or use --max-rows"
         out.write(note + f", {result.get('elapsed_ms', 0)} ms)\n")
 
@@ -341,15 +353,12 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 async def _bus_status(url: str) -> list[str]:
-    import nats
     from nats.js.errors import NotFoundError
 
     from agentwatch.consumers.bus import STORE_DURABLE, STREAM_NAME
 
     lines = []
-    nc = await nats.connect(
-        url.split(","), name="agentwatch-status", connect_timeout=3, max_reconnect_attempts=0
-    )
+    nc = await one_shot(url, "agentwatch-status")
     try:
         js = nc.jetstream()
         try:

@@ -77,6 +77,27 @@ def run_query(client: Client, sql: str, max_rows: int = QUERY_MAX_ROWS) -> dict[
     }
 
 
+# A reply is one NATS message: it must stay under the server's max_payload (1 MiB by default).
+REPLY_MAX_BYTES = 900_000
+
+
+def fit_reply(reply: dict[str, Any], limit: int = REPLY_MAX_BYTES) -> bytes:
+    """The reply as JSON, its rows cut (and marked) where the whole would not fit one message."""
+    body = orjson.dumps(reply)
+    rows = reply.get("rows")
+    if len(body) <= limit or not isinstance(rows, list):
+        return body
+    low, high = 0, len(rows)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if len(orjson.dumps({**reply, "rows": rows[:mid]})) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    note = f"cut to {low} of {len(rows)} rows to fit one NATS message: add a LIMIT or select fewer columns"
+    return orjson.dumps({**reply, "rows": rows[:low], "truncated": True, "note": note})
+
+
 def query_router(client: Client) -> NatsRouter:
     router = NatsRouter()
     lock = asyncio.Lock()  # one query at a time on the shared read-only session
@@ -99,6 +120,6 @@ def query_router(client: Client) -> NatsRouter:
         max_rows = max_rows if isinstance(max_rows, int) else QUERY_MAX_ROWS
         async with lock:
             reply = await asyncio.to_thread(run_query, client, sql, max_rows)
-        return orjson.dumps(reply)
+        return fit_reply(reply)
 
     return router

@@ -1,0 +1,140 @@
+"""Where the dashboard's data comes from: small Protocols, and their real implementations.
+
+The app takes a LiveSource (envelopes as they happen) and a HistorySource (read-only SQL over the
+store) through its constructor, so tests hand it deterministic fakes. Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+Envelope = dict[str, Any]
+Deliver = Callable[[Envelope], None]
+Status = Callable[[bool, str], None]
+
+
+class LiveSource(Protocol):
+    """Delivers every envelope on genie.> as it is published, and says when the bus comes and goes."""
+
+    async def run(self, deliver: Deliver, status: Status) -> None:
+        """Run until cancelled; reconnect by itself; never raise for a bus that is away."""
+
+
+class HistorySource(Protocol):
+    """Read-only SQL over the event history (`agentwatch sql`'s path). Called from a worker thread."""
+
+    def query(self, sql: str) -> dict[str, Any]:
+        """{"columns", "rows", ...} or {"error": message}; raises OSError/LookupError when unreachable."""
+
+
+class NatsLiveSource:
+    """A FastStream core subscriber on genie.>, running in the dashboard's own event loop."""
+
+    def __init__(self, url: str, retry_seconds: float = 2.0) -> None:
+        self.url = url
+        self.retry_seconds = retry_seconds
+
+    async def run(self, deliver: Deliver, status: Status) -> None:
+        import orjson
+        from faststream.nats import NatsBroker
+        from faststream.nats.annotations import NatsMessage
+
+        from agentwatch.contract import ALL_SUBJECTS
+
+        async def disconnected() -> None:
+            status(False, f"bus away at {self.url}; reconnecting")
+
+        async def reconnected() -> None:
+            status(True, f"bus {self.url}")
+
+        while True:
+            broker = NatsBroker(
+                [u.strip() for u in self.url.split(",") if u.strip()],
+                name="agentwatch-dashboard",
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=1,
+                connect_timeout=2,
+                disconnected_cb=disconnected,
+                reconnected_cb=reconnected,
+                logger=None,
+            )
+
+            @broker.subscriber(ALL_SUBJECTS, pending_msgs_limit=200_000)
+            async def on_envelope(msg: NatsMessage) -> None:
+                try:
+                    env = orjson.loads(msg.body)
+                except orjson.JSONDecodeError:
+                    return
+                if isinstance(env, dict):
+                    deliver(env)
+
+            try:
+                await broker.start()
+            except Exception as exc:
+                status(False, f"bus unreachable at {self.url} ({type(exc).__name__}); retrying")
+                await _close_quietly(broker.stop())
+                await asyncio.sleep(self.retry_seconds)
+                continue
+            status(True, f"bus {self.url}")
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await _close_quietly(broker.stop())
+
+
+async def _close_quietly(closing: Awaitable[Any]) -> None:
+    with contextlib.suppress(Exception):  # a broker that never connected has nothing to close
+        await closing
+
+
+class StoreHistory:
+    """History through the store's query service (or a ClickHouse server directly)."""
+
+    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
+        self.environ = environ
+
+    def query(self, sql: str) -> dict[str, Any]:
+        from agentwatch.up import query
+
+        return query(sql, self.environ, timeout=10)
+
+
+# The roster and feed need the headline of recent events, not their payloads (fetched one at a
+# time when a person opens an event): a reply must fit one NATS message.
+RECENT_EVENTS_SQL = (
+    "SELECT id, timestamp, event, kind, agent, team, parent_agent, agent_type, session_id, host, tool_name, "
+    "tool_use_id, text FROM (SELECT * FROM events ORDER BY timestamp DESC LIMIT {limit}) "
+    "ORDER BY timestamp"
+)
+
+
+def event_payload_sql(event_id: str) -> str | None:
+    """The query for one event's payload; None for an id that is not a ULID (never quoted into SQL)."""
+    if not event_id or len(event_id) > 32 or not event_id.isalnum():
+        return None
+    return f"SELECT data FROM events WHERE id = '{event_id}' LIMIT 1"  # noqa: S608 - checked alphanumeric
+
+
+def rows_as_envelopes(result: Mapping[str, Any]) -> list[Envelope]:
+    """Query rows with envelope column names, as envelopes (data parsed back from its JSON text)."""
+    import orjson
+
+    columns: list[str] = list(result.get("columns", []))
+    out: list[Envelope] = []
+    for row in result.get("rows", []):
+        env = dict(zip(columns, row, strict=False))
+        data = env.get("data")
+        if isinstance(data, str):
+            try:
+                env["data"] = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                env["data"] = {}
+        ts = env.get("timestamp")
+        if isinstance(ts, str) and not ts.endswith("Z") and "+" not in ts:
+            env["timestamp"] = ts + "Z"
+        out.append(env)
+    return out
