@@ -249,8 +249,13 @@ class Connection:
         headers = bool(self.info.get("headers", True))
         # With JetStream on the server, an event is sent once a stream stored it; without it,
         # the PONG after the messages is all the confirmation there is.
-        acks = headers and bool(self.info.get("jetstream")) and self._ack_inbox()
+        acks = headers and bool(self.info.get("jetstream")) and not self._acks_refused
         parts = []
+        if acks and not self._inbox:
+            import os
+
+            self._inbox = f"{ACK_PREFIX}.{os.urandom(8).hex()}"
+            parts.append(f"SUB {self._inbox}.* 1\r\n".encode())
         for i, (subject, msg_id, body) in enumerate(batch):
             reply = f" {self._inbox}.{i}" if acks else ""
             if headers:
@@ -269,22 +274,28 @@ class Connection:
             else:
                 self.confirm()
         except OSError as exc:
-            raise BusError(f"{self.url.display()}: {exc}") from None
+            raise BusError(f"{self.url.display()}: {self._server_said() or exc}") from None
 
+    # This connection's inbox for acknowledgements, subscribed with the first batch; refused where
+    # the user may only publish, and then the PONG is the confirmation.
     _inbox = ""
     _acks_refused = False
 
-    def _ack_inbox(self) -> bool:
-        """Subscribe once to this connection's inbox for acknowledgements; False where the server
-        refuses the subscription (a user allowed to publish only): then PONG is the confirmation."""
-        if self._acks_refused:
-            return False
-        if not self._inbox:
-            import os
-
-            self._inbox = f"{ACK_PREFIX}.{os.urandom(8).hex()}"
-            self._send(f"SUB {self._inbox}.* 1\r\n".encode())
-        return True
+    def _server_said(self) -> str:
+        """What the server sent before it closed (an -ERR such as Authorization Violation)."""
+        try:
+            self._sock.settimeout(0.05)
+            while True:
+                chunk = self._sock.recv(65536)
+                if not chunk:
+                    break
+                self._buf += chunk
+        except (OSError, AttributeError):
+            pass
+        at = self._buf.find(b"-ERR")
+        if at < 0:
+            return ""
+        return "refused: " + self._buf[at + 5 :].split(b"\r\n", 1)[0].decode(errors="replace")
 
     def _await_acks(self, count: int) -> None:
         """Read until every message 0..count-1 has its PubAck or no-responders status."""
