@@ -14,9 +14,11 @@ from pathlib import Path
 
 from agentwatch import __version__, config
 from agentwatch.contract import event_id_time
+from agentwatch.emitter.wire import display_urls
 
 
-def _fail(message: str, code: int = 2) -> int:
+def fail(message: str, code: int = 2) -> int:
+    """Say what went wrong and what to do, on stderr; the exit code to return."""
     print(f"agentwatch: {message}", file=sys.stderr)
     return code
 
@@ -77,7 +79,7 @@ def cmd_spool_flush(args: argparse.Namespace) -> int:
         print("spool is empty: nothing to send")
         return 0
     url = config.nats_url(os.environ)
-    print(f"sending {before.count} spooled message(s) to {_display_url(url)} ...", flush=True)
+    print(f"sending {before.count} spooled message(s) to {display_urls(url)} ...", flush=True)
     total = 0
     started = time.monotonic()
     while True:
@@ -85,13 +87,13 @@ def cmd_spool_flush(args: argparse.Namespace) -> int:
         try:
             publisher = Publisher(os.environ, deadline)
         except (BusError, ValueError) as exc:
-            return _fail(f"the bus does not answer ({exc}); {before.count - total} message(s) stay spooled")
+            return fail(f"the bus does not answer ({exc}); {before.count - total} message(s) stay spooled")
         try:
             sent, skipped = spool.flush(
                 publisher.publish, deadline, refit(publisher.max_payload), wait_for_lock=True
             )
         except BusError as exc:
-            return _fail(f"sending stopped: {exc}; the rest stays spooled, run this again")
+            return fail(f"sending stopped: {exc}; the rest stays spooled, run this again")
         finally:
             publisher.close()
         total += sent
@@ -106,15 +108,6 @@ def cmd_spool_flush(args: argparse.Namespace) -> int:
 
 
 # --- doctor -----------------------------------------------------------------------------------
-
-
-def _display_url(url: str) -> str:
-    from agentwatch.emitter.wire import parse_urls
-
-    try:
-        return ", ".join(u.display() for u in parse_urls(url))
-    except ValueError:
-        return url
 
 
 def _emit_path() -> str | None:
@@ -147,7 +140,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     )
     print(f"agentwatch {__version__}")
     print(f"data dir:  {config.data_dir()}")
-    print(f"bus:       {_display_url(url)}  (from {source})")
+    print(f"bus:       {display_urls(url)}  (from {source})")
     healthy = True
     try:
         t0 = time.perf_counter()
@@ -204,7 +197,7 @@ def cmd_tui(_args: argparse.Namespace) -> int:
     try:
         from agentwatch.tui.app import run
     except ImportError as exc:
-        return _fail(
+        return fail(
             f"the dashboard needs the [tui] extra ({exc.name} is missing): pip install 'agentwatch[tui]'"
         )
     run()

@@ -37,6 +37,7 @@ from agentwatch.contract import (
     envelopes_from_stdin,
     one_line,
 )
+from agentwatch.emitter.wire import display_urls
 from agentwatch.jsonfast import dumpb
 
 if TYPE_CHECKING:
@@ -1419,15 +1420,6 @@ class DemoError(Exception):
         self.code = code
 
 
-def _display_url(url: str) -> str:
-    from agentwatch.emitter.wire import parse_urls
-
-    try:
-        return ", ".join(u.display() for u in parse_urls(url))
-    except ValueError:
-        return url
-
-
 async def _connect(url: str, environ: Mapping[str, str]) -> Any:
     import asyncio
 
@@ -1459,7 +1451,7 @@ async def _connect(url: str, environ: Mapping[str, str]) -> Any:
         cause = errors[-1] if errors else exc
         reason = one_line(str(cause)) or type(cause).__name__
         raise DemoError(
-            f"cannot reach the bus at {_display_url(url)} ({reason}): "
+            f"cannot reach the bus at {display_urls(url)} ({reason}): "
             "start it with `agentwatch up` or set AGENTWATCH_NATS_URL"
         ) from None
 
@@ -1505,7 +1497,7 @@ async def run_demo(
     pace = f"{rate:g} events/s" if rate > 0 else "full speed"
     _say(
         out,
-        f"agentwatch demo: publishing to {_display_url(url)} at {pace}"
+        f"agentwatch demo: publishing to {display_urls(url)} at {pace}"
         f"{' for ' + ' or '.join(limit) if limit else ', Ctrl-C to stop'}; "
         f"team {sim.team_name}: lead + {agents} teammate(s), seed {sim.seed}",
     )

@@ -23,14 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch import clickhouse, config
-from agentwatch.emitter.wire import BusError, ServerURL, connect, parse_urls
+from agentwatch.cli import fail as _fail
+from agentwatch.emitter.wire import BusError, ServerURL, connect, display_urls, parse_urls
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-
-
-def _fail(message: str, code: int = 2) -> int:
-    print(f"agentwatch: {message}", file=sys.stderr)
-    return code
 
 
 def bus_answers(url: str, timeout: float = 1.0) -> dict[str, Any] | None:
@@ -46,14 +42,6 @@ def bus_answers(url: str, timeout: float = 1.0) -> dict[str, Any] | None:
         return None
     finally:
         conn.close()
-
-
-def display_urls(url: str) -> str:
-    """The bus URL(s) with passwords and tokens masked, for anything printed or logged."""
-    try:
-        return ",".join(u.display() for u in parse_urls(url))
-    except ValueError:
-        return "<unparsable NATS URL>"
 
 
 async def _quiet(_exc: Exception) -> None:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from faststream.nats import JStream
 from nats.js.api import AckPolicy as JsAckPolicy
 from nats.js.api import ConsumerConfig, DiscardPolicy, StorageType, StreamConfig
+from nats.js.client import JetStreamContext
+from nats.js.errors import NotFoundError
 
 from agentwatch import config
 from agentwatch.contract import ALL_SUBJECTS
@@ -61,12 +63,8 @@ def store_consumer_config(environ: Mapping[str, str] = os.environ) -> ConsumerCo
     )
 
 
-async def ensure_stream(js: object, environ: Mapping[str, str] = os.environ) -> str:
+async def ensure_stream(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> str:
     """Create the stream, or update it to the configured limits; returns what was done."""
-    from nats.js.client import JetStreamContext
-    from nats.js.errors import NotFoundError
-
-    assert isinstance(js, JetStreamContext)
     wanted = stream_config(environ)
     try:
         await js.stream_info(STREAM_NAME)

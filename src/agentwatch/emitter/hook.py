@@ -24,7 +24,7 @@ from agentwatch.emitter.spool import DEFAULT_MAX_BYTES, Spool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from types import FrameType
     from typing import Any
 
@@ -92,7 +92,7 @@ def spool_for(environ: Mapping[str, str]) -> Spool:
     return Spool(os.path.join(config.data_dir(environ), "spool"), max_bytes)
 
 
-def refit(max_payload: int) -> Any:
+def refit(max_payload: int) -> Callable[[bytes], bytes]:
     """A body rewriter for spooled messages that no longer fit the server's max_payload."""
     from agentwatch.contract import decode_envelope
 

@@ -117,6 +117,15 @@ def parse_urls(value: str) -> list[ServerURL]:
     return urls
 
 
+def display_urls(url: str) -> str:
+    """The bus URL(s) with passwords and tokens masked, for anything printed or logged; never the
+    raw text of a URL that does not parse (it may hold a password)."""
+    try:
+        return ",".join(u.display() for u in parse_urls(url))
+    except ValueError:
+        return "<unparsable NATS URL>"
+
+
 class Connection:
     """One connected, authenticated client socket."""
 
