@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 from textual.widgets import DataTable, Static
@@ -81,6 +84,33 @@ def make_app(live: list[dict[str, Any]], history: FakeHistory | None = None) -> 
     return AgentwatchApp(FakeLive(live), history, clock=lambda: BASE)
 
 
+async def until(pilot: Any, check: Callable[[], object], timeout: float = 15.0) -> None:
+    """Let the app run until `check()` holds (the machine may be slow: no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(Exception):  # a widget not mounted yet
+            if check():
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for the app")
+        await pilot.pause(0.05)
+
+
+async def painted(pilot: Any, app: AgentwatchApp, events: int) -> None:
+    """Until `events` envelopes are in the model and the live view shows them."""
+
+    def done() -> bool:
+        feed = app.query_one("#feed", DataTable)
+        want = len(app.feed.lines(app.filter, last=400))
+        return app.feed.total >= events and feed.row_count == want and not app._pending and not app._dirty
+
+    await until(pilot, done)
+
+
+def status_text(app: AgentwatchApp) -> str:
+    return str(app.query_one("#status", Static).render())
+
+
 def roster_rows(app: AgentwatchApp) -> list[list[str]]:
     table = app.query_one("#roster", DataTable)
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
@@ -94,7 +124,7 @@ def feed_rows(app: AgentwatchApp) -> list[list[str]]:
 async def test_roster_states_nesting_and_permission_wait() -> None:
     app = make_app(team_traffic())
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.4)
+        await painted(pilot, app, 7)
         rows = roster_rows(app)
         by_name = {r[0].strip(" └"): r for r in rows}
         lead = by_name["main-5e55105e"]
@@ -111,24 +141,23 @@ async def test_roster_states_nesting_and_permission_wait() -> None:
 async def test_feed_filter_and_event_drill_down() -> None:
     app = make_app(team_traffic())
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.4)
+        await painted(pilot, app, 7)
         assert len(feed_rows(app)) == 7
         await pilot.press("slash")
         for ch in "tool:Grep":
             await pilot.press(ch)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: len(feed_rows(app)) == 2)
         rows = feed_rows(app)
         assert len(rows) == 2 and all(r[1] == "Explore-fd10a9f3" for r in rows)
         app.query_one("#filter").value = "reviewer"  # type: ignore[attr-defined]
-        await pilot.pause(0.3)
+        await until(pilot, lambda: len(feed_rows(app)) == 2 and feed_rows(app)[0][1] == "reviewer")
         rows = feed_rows(app)
         assert [r[2] for r in rows] == ["PreToolUse", "PermissionRequest"]
         feed = app.query_one("#feed", DataTable)
         feed.focus()
         feed.move_cursor(row=0)
         await pilot.press("enter")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, EventScreen)
+        await until(pilot, lambda: isinstance(app.screen, EventScreen))
         shown = " ".join(str(s.render()) for s in app.screen.query(Static))
         assert "[REDACTED:anthropic_key]" in shown, "redaction markers stay visible in the detail"
         await pilot.press("escape")
@@ -139,17 +168,15 @@ async def test_bus_goes_away_and_comes_back() -> None:
     live = FakeLive(team_traffic()[:2])
     app = AgentwatchApp(live, None, clock=lambda: BASE)
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
-        status = app.query_one("#status", Static)
-        assert "bus nats://fake:4222" in str(status.render())
+        await painted(pilot, app, 2)
+        assert "bus nats://fake:4222" in status_text(app)
         assert live.status is not None and live.deliver is not None
         live.status(False, "bus away at nats://fake:4222; reconnecting")
-        await pilot.pause(0.4)
-        assert "bus away" in str(status.render())
+        await until(pilot, lambda: "bus away" in status_text(app))
         live.status(True, "bus nats://fake:4222")
         live.deliver(team_traffic()[2])
-        await pilot.pause(0.4)
-        assert "bus away" not in str(status.render())
+        await painted(pilot, app, 3)
+        assert "bus away" not in status_text(app)
         assert len(feed_rows(app)) == 3, "events flow again after the bus came back"
 
 
@@ -157,7 +184,8 @@ async def test_history_fills_the_roster_and_store_errors_are_said() -> None:
     history = team_traffic()
     app = make_app([], FakeHistory(history))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.5)
+        await until(pilot, lambda: "recent events loaded" in status_text(app))
+        await painted(pilot, app, 7)
         assert {r[0].strip(" └") for r in roster_rows(app)} == {
             "main-5e55105e",
             "Explore-fd10a9f3",
@@ -166,14 +194,13 @@ async def test_history_fills_the_roster_and_store_errors_are_said() -> None:
         assert "7 recent events loaded" in str(app.query_one("#status", Static).render())
     broken = make_app([], FakeHistory(error=OSError("connection refused")))
     async with broken.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.5)
-        assert "store unreachable" in str(broken.query_one("#status", Static).render())
+        await until(pilot, lambda: "store unreachable" in status_text(broken))
 
 
 async def test_help_pause_and_sort_keys() -> None:
     app = make_app(team_traffic())
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await painted(pilot, app, 7)
         await pilot.press("question_mark")
         await pilot.pause(0.1)
         assert isinstance(app.screen, HelpScreen)
@@ -185,7 +212,7 @@ async def test_help_pause_and_sort_keys() -> None:
         await pilot.pause(0.4)
         assert len(feed_rows(app)) == 7, "paused: nothing new painted"
         await pilot.press("p")
-        await pilot.pause(0.4)
+        await painted(pilot, app, 8)
         assert len(feed_rows(app)) == 8
         await pilot.press("s")
         assert app.sort == "recent"

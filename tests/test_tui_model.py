@@ -11,12 +11,18 @@ from agentwatch.tui.model import (
     IDLE,
     STOPPED,
     THINKING,
+    TIMELINE_MAX,
     WAITING,
     WORKING,
     Feed,
     FeedFilter,
     Roster,
+    Team,
+    conversation,
+    errors,
+    idle_teammates,
     sparkline,
+    tool_calls,
 )
 from tests.conftest import CAPTURES, load_fixture_file
 
@@ -123,3 +129,124 @@ def test_activity_sparkline() -> None:
     line = sparkline(agent.activity)
     assert len(line) == 30 and line[-1] != " " and line[0] == " "
     assert sparkline([0, 0]) == "  " and sparkline([1, 8]) == "▁█"
+
+
+# --- agent detail and team --------------------------------------------------------------------
+
+TEAM_SESSION = "96f21a61-e7c0-4640-bc4e-b99cff541b11"
+RESEARCHER = {"agent_id": "aresearcher-4f6960afa371e571", "agent_type": "researcher"}
+
+
+def team_payloads() -> list[dict[str, Any]]:
+    """A lead, a teammate: messages both ways, two tasks (one completed), the teammate going idle."""
+    send = {"hook_event_name": "PostToolUse", "tool_name": "SendMessage", "tool_response": {"success": True}}
+    steps: list[dict[str, Any]] = [
+        {**send, "tool_input": {"to": "researcher", "summary": "Kickoff", "message": "Look at hooks"}},
+        {"hook_event_name": "TaskCreated", "task_id": "1", "task_subject": "Collect payloads"},
+        {"hook_event_name": "TaskCreated", "task_id": "2", "task_subject": "Review the store"},
+        {**send, **RESEARCHER, "tool_input": {"to": "main", "summary": "Findings ready", "message": "3"}},
+        {**RESEARCHER, "hook_event_name": "TaskCompleted", "task_id": "1",
+         "task_subject": "Collect payloads"},
+        {**send, **RESEARCHER, "tool_input": {"to": "main", "summary": "Second pass done", "message": "ok"}},
+        {**RESEARCHER, "hook_event_name": "TeammateIdle", "teammate_name": "researcher",
+         "team_name": "session-96f21a61"},
+    ]  # fmt: skip
+    return [{"session_id": TEAM_SESSION, "cwd": "/repo", **step} for step in steps]
+
+
+def team_envelopes() -> list[Env]:
+    out: list[Env] = []
+    for i, payload in enumerate(team_payloads()):
+        out += envs(payload, BASE + i)
+    return out
+
+
+def test_team_edges_count_messages_and_keep_the_latest_summary() -> None:
+    team = Team()
+    for env in team_envelopes():
+        team.apply(env)
+    edges = {(e.sender, e.recipient): e for e in team.edges()}
+    assert set(edges) == {("main-96f21a61", "researcher"), ("researcher", "main-96f21a61")}
+    back = edges[("researcher", "main-96f21a61")]
+    assert back.count == 2 and back.summary == "Second pass done" and back.last_at == BASE + 5
+    assert team.edges()[0] is back, "busiest edge first"
+    assert edges[("main-96f21a61", "researcher")].summary == "Kickoff"
+
+
+def test_team_tasks_created_and_completed() -> None:
+    team = Team()
+    for env in team_envelopes():
+        team.apply(env)
+    tasks = team.tasks()
+    assert [(t.task_id, t.subject, t.done) for t in tasks] == [
+        ("2", "Review the store", False),
+        ("1", "Collect payloads", True),
+    ], "open tasks first"
+    done = tasks[1]
+    assert done.created_by == "main-96f21a61" and done.completed_by == "researcher"
+
+
+def test_tasks_from_history_rows_use_the_extracted_columns() -> None:
+    team = Team()
+    row = {"kind": "task_created", "agent": "lead", "team": "t", "task_id": "7", "task_subject": "Ship it",
+           "timestamp": "2026-11-22T10:00:00.000Z"}  # fmt: skip
+    team.apply(row)
+    team.apply({**row, "kind": "task_completed", "agent": "dev"})
+    assert [(t.task_id, t.subject, t.done, t.completed_by) for t in team.tasks()] == [
+        ("7", "Ship it", True, "dev")
+    ]
+
+
+def test_team_buffers_are_bounded() -> None:
+    team = Team(max_edges=10, max_tasks=5)
+    for i in range(100):
+        team.apply({"kind": "message", "agent": f"a{i}", "peer": "b", "text": "→ b: hi",
+                    "timestamp": f"2026-11-22T10:00:{i % 60:02d}.000Z"})  # fmt: skip
+        team.apply(
+            {"kind": "task_created", "agent": "a", "team": "t", "task_id": str(i), "task_subject": "x"}
+        )
+    assert len(team.edges()) == 10 and len(team.tasks()) == 5
+
+
+def test_idle_teammates_are_team_agents_whose_turn_is_over() -> None:
+    roster = Roster()
+    roster.apply_all(team_envelopes())
+    assert [a.name for a in idle_teammates(roster)] == ["researcher"]
+    assert roster.children("main-96f21a61")[0].name == "researcher"
+
+
+def test_tool_calls_pair_by_id_and_time_each_call() -> None:
+    feed = Feed()
+    steps = [
+        (call("PreToolUse", "Bash", "t1"), 0.0),
+        (call("PreToolUse", "Read", "t2"), 1.0),
+        (call("PostToolUse", "Read", "t2"), 1.25),
+        (call("PostToolUseFailure", "Bash", "t1", error="Exit code 1"), 4.0),
+        (call("PreToolUse", "WebFetch", "t3"), 5.0),
+        (call("PermissionDenied", "WebFetch", "t3", reason="no"), 5.5),
+        (call("PreToolUse", "Grep", "t4"), 6.0),
+        (call("PostToolUse", "Edit", "t-unknown"), 6.5),
+    ]
+    for payload, dt in steps:
+        feed.add(one(payload, BASE + dt))
+    calls = tool_calls(feed.lines())
+    assert [(c.tool, c.status, c.duration(BASE + 10)) for c in calls] == [
+        ("Bash", "failed", 4.0),
+        ("Read", "ok", 0.25),
+        ("WebFetch", "denied", 0.5),
+        ("Grep", "running", 4.0),
+    ]
+    assert "Exit code 1" in calls[0].error
+    assert [line.event for line in errors(feed.lines())] == ["PostToolUseFailure", "PermissionDenied"]
+
+
+def test_the_agent_timeline_is_bounded_and_feeds_its_conversation() -> None:
+    roster = Roster()
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "5e55105e-0000", "prompt": "go"}
+    stop = {"hook_event_name": "Stop", "session_id": "5e55105e-0000", "last_assistant_message": "done"}
+    for i in range(TIMELINE_MAX + 50):
+        roster.apply(one(prompt if i % 2 == 0 else stop, BASE + i))
+    agent = roster.get("main-5e55105e")
+    assert agent is not None and len(agent.timeline) == TIMELINE_MAX
+    said = conversation(agent.timeline)
+    assert [line.kind for line in said[-2:]] == ["prompt", "response"] and said[-1].text == "done"

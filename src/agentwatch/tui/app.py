@@ -9,102 +9,60 @@ worker thread.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from agentwatch.tui.model import (
-    FAILED,
-    IDLE,
-    STOPPED,
-    THINKING,
-    WAITING,
-    WORKING,
-    Feed,
-    FeedFilter,
-    Roster,
-    sparkline,
-)
+from agentwatch.tui.common import EventScreen, Palette, age, clock
+from agentwatch.tui.model import Feed, FeedFilter, Roster, Team, sparkline
 from agentwatch.tui.sources import (
-    RECENT_EVENTS_SQL,
     HistorySource,
     LiveSource,
     event_payload_sql,
+    recent_events_sql,
     rows_as_envelopes,
 )
+from agentwatch.tui.views import AgentScreen, TeamScreen
+
+W = TypeVar("W", bound=Widget)
+__all__ = ["AgentwatchApp", "EventScreen", "HelpScreen", "run"]
 
 PENDING_MAX = 50_000
 # Seconds live events wait for the history before they are shown anyway.
 HISTORY_PATIENCE = 5.0
 REPAINT_SECONDS = 0.25
 FEED_ROWS = 400
-STATE_STYLE = {
-    WORKING: "bold green",
-    THINKING: "cyan",
-    WAITING: "bold yellow",
-    IDLE: "dim",
-    STOPPED: "dim italic",
-    FAILED: "bold red",
-}
-KIND_STYLE = {
-    "tool_call": "green",
-    "tool_result": "dim green",
-    "tool_error": "bold red",
-    "failure": "bold red",
-    "permission": "bold yellow",
-    "permission_denied": "yellow",
-    "prompt": "bold cyan",
-    "response": "cyan",
-    "message": "magenta",
-    "idle": "dim",
-}
 SORTS = ("state", "recent", "name", "errors")
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-def _clock(at: float) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(at))
-
-
-class EventScreen(ModalScreen[None]):
-    """One event in full: the envelope's headline and its payload, markers left visible."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss", "Close")]
-
-    def __init__(self, envelope: dict[str, Any]) -> None:
-        super().__init__()
-        self.envelope = envelope
-
-    def compose(self) -> ComposeResult:
-        env = self.envelope
-        head = {k: v for k, v in env.items() if k != "data"}
-        with VerticalScroll(id="event-body"):
-            yield Static(
-                Text(f"{env.get('event', '')} by {env.get('agent', '')}", style="bold"), id="event-title"
-            )
-            yield Static(Text(json.dumps(head, indent=2, ensure_ascii=False)), classes="json")
-            yield Static(Text("data", style="bold"))
-            yield Static(
-                Text(json.dumps(env.get("data"), indent=2, ensure_ascii=False)[:200_000]), classes="json"
-            )
+# Agents offered one by one in the command palette (the busiest-looking first).
+PALETTE_AGENTS = 100
+DARK, LIGHT = "textual-dark", "textual-light"
+# Below this width the roster sits above the feed, not beside it; below COMPACT_WIDTH the roster
+# keeps only the columns that say who is doing what.
+SIDE_BY_SIDE_WIDTH = 190
+COMPACT_WIDTH = 110
+ROSTER_COLUMNS = (("agent", 26), ("team", 12), ("state", 8), ("tool", 12), ("for", 4), ("seen", 4),
+                  ("calls", 5), ("err", 3), ("msg", 3), ("activity", 12))  # fmt: skip
+# Hook names too long for a narrow feed, and what they are called there.
+SHORT_EVENTS = {
+    "PostToolUseFailure": "ToolFailure",
+    "PermissionRequest": "Permission?",
+    "PermissionDenied": "Denied",
+    "UserPromptSubmit": "Prompt",
+    "UserPromptExpansion": "Prompt+",
+    "InstructionsLoaded": "Instructions",
+}
+COMPACT_ROSTER_COLUMNS = (("agent", 20), ("state", 8), ("tool", 10), ("for", 4), ("calls", 5), ("err", 3))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -120,10 +78,15 @@ class HelpScreen(ModalScreen[None]):
             "Feed (right): one line per event, newest at the bottom.",
             "",
             "  enter   open the selected event (feed) or agent (roster)",
+            "  a       the selected agent in detail: timeline, tool calls, prompts, errors",
+            "  t       the team: who messaged whom, tasks, idle teammates",
+            "  h       tools and history: durations and failure rates, sessions (from SQL)",
             "  /       filter the feed (agent:NAME, tool:NAME, event:KIND, or free text)",
             "  f       follow the newest event on/off     p  pause/resume the feed",
             "  s       cycle the roster's sort            tab  move between panes",
-            "  ?       this help                          q  quit",
+            "  d       dark / light theme                 ctrl+p  command palette",
+            "  escape  back to the live view              q  quit (from the live view)",
+            "  ?       this help",
         ]
         yield Static("\n".join(lines), id="help-body")
 
@@ -135,10 +98,14 @@ class AgentwatchApp(App[None]):
     CSS_PATH = "agentwatch.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        Binding("a", "agent_detail", "Agent"),
+        Binding("t", "team", "Team"),
+        Binding("h", "tools", "Tools"),
         Binding("slash", "focus_filter", "Filter"),
         Binding("f", "toggle_follow", "Follow"),
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
+        Binding("d", "toggle_dark", "Dark/light", show=False),
         Binding("question_mark", "help", "Help"),
     ]
 
@@ -149,14 +116,20 @@ class AgentwatchApp(App[None]):
         *,
         history_rows: int = 2000,
         clock: Callable[[], float] = time.time,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
+        if theme:
+            self.theme = theme
         self.clock = clock
         self.live = live
         self.history = history
         self.history_rows = history_rows
         self.roster = Roster()
         self.feed = Feed()
+        self.team = Team()
+        self._palette: Palette | None = None
+        self._palette_theme = ""
         self.filter = FeedFilter()
         self.follow = True
         self.paused = False
@@ -172,6 +145,9 @@ class AgentwatchApp(App[None]):
         self._dirty = True
         self._feed_ids: list[str] = []
         self._roster_names: list[str] = []
+        self._main: Screen[Any] | None = None
+        self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
+        self._compact = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -187,10 +163,10 @@ class AgentwatchApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        roster = self.query_one("#roster", DataTable)
-        roster.add_columns("agent", "team", "state", "tool", "for", "seen", "calls", "err", "msg", "activity")
-        feed = self.query_one("#feed", DataTable)
-        feed.add_columns("time", "agent", "event", "text")
+        self._main = self.screen
+        self.query_one("#roster-pane").border_title = "agents"
+        self.query_one("#feed-pane").border_title = "events"
+        self._fit_layout()
         self.set_interval(REPAINT_SECONDS, self.repaint)
         self.run_live()
         if self.history is not None:
@@ -218,7 +194,7 @@ class AgentwatchApp(App[None]):
     def load_history(self) -> None:
         assert self.history is not None
         try:
-            result = self.history.query(RECENT_EVENTS_SQL.format(limit=self.history_rows))
+            result = self.history.query(recent_events_sql(self.history_rows))
         except Exception as exc:
             self.call_from_thread(self._store_status, f"store unreachable ({exc}); showing live events only")
             return
@@ -237,10 +213,15 @@ class AgentwatchApp(App[None]):
         self._history_done = True
         self._dirty = True
 
+    def apply(self, env: dict[str, Any]) -> None:
+        """One envelope into the model: feed, roster (and the agent's timeline), team."""
+        line = self.feed.add(env)
+        self.roster.apply(env, line)
+        self.team.apply(env)
+
     def _apply_history(self, envelopes: list[dict[str, Any]]) -> None:
         for env in envelopes:
-            self.roster.apply(env)
-            self.feed.add(env)
+            self.apply(env)
             self._history_ids.add(str(env.get("id", "")))
         self.store_text = f"store: {len(envelopes)} recent events loaded"
         self._history_done = True
@@ -254,11 +235,15 @@ class AgentwatchApp(App[None]):
             env = self._pending.popleft()
             if self._history_ids and str(env.get("id", "")) in self._history_ids:
                 continue  # already in from the history
-            self.roster.apply(env)
-            self.feed.add(env)
+            self.apply(env)
             drained += 1
         if self._history_ids and not self._pending:
             self._history_ids.clear()
+        if self._palette_theme != self.theme:
+            self._dirty = True
+        if not self._main_visible():
+            self._dirty = self._dirty or drained > 0  # painted when the live view is back
+            return
         if drained or self._dirty:
             self._dirty = False
             self._paint_status()
@@ -266,6 +251,56 @@ class AgentwatchApp(App[None]):
             self._paint_feed()
         elif self.roster:
             self._paint_roster()  # ages and running times move on
+
+    def on_resize(self) -> None:
+        if self._main is not None:
+            self.call_after_refresh(self._fit_layout)
+
+    def _fit_layout(self) -> None:
+        """Stack or place side by side, and size the columns so the feed's text gets the rest."""
+        width = self.size.width
+        main = self._main_query("#main", Horizontal)
+        stacked = width < SIDE_BY_SIDE_WIDTH
+        main.set_class(stacked, "stacked")
+        pane = self._main_query("#roster-pane", Vertical)
+        pane.styles.width = "1fr" if stacked else self._roster_width()
+        compact = width < COMPACT_WIDTH
+        roster: DataTable[Any] = self._main_query("#roster", DataTable)
+        columns = COMPACT_ROSTER_COLUMNS if compact else ROSTER_COLUMNS
+        if [str(c.label) for c in roster.columns.values()] != [name for name, _ in columns]:
+            roster.clear(columns=True)
+            for name, size in columns:
+                roster.add_column(name, width=size, key=name)
+        self._roster_keys = [name for name, _ in columns]
+        feed: DataTable[Any] = self._main_query("#feed", DataTable)
+        agent_w, event_w = (14, 13) if compact else (20, 18)
+        self._compact = compact
+        feed_width = width if stacked else width - self._roster_width()
+        # 2 for the pane's border, 2 of padding per column, 2 for the scrollbar
+        text_w = max(20, feed_width - 2 - 8 - agent_w - event_w - 4 * 2 - 2)
+        feed.clear(columns=True)
+        for name, size in (("time", 8), ("agent", agent_w), ("event", event_w), ("text", text_w)):
+            feed.add_column(name, width=size, key=name)
+        self._dirty = True
+        self.repaint()
+
+    def _roster_width(self) -> int:
+        return sum(size + 2 for _, size in ROSTER_COLUMNS) + 4
+
+    def _main_visible(self) -> bool:
+        """The live view is on screen (under a modal dialog counts): worth painting."""
+        stack = self.screen_stack
+        if self._main is None or not stack or stack[0] is not self._main:
+            return False
+        return all(isinstance(screen, ModalScreen) for screen in stack[1:])
+
+    @property
+    def palette(self) -> Palette:
+        """Styles from the current theme's text colours (recomputed when the theme changes)."""
+        if self._palette is None or self._palette_theme != self.theme:
+            self._palette = Palette(self.get_css_variables())
+            self._palette_theme = self.theme
+        return self._palette
 
     def _paint_status(self) -> None:
         bus = Text("● " if self.bus_ok else "○ ", style="green" if self.bus_ok else "bold red")
@@ -282,42 +317,49 @@ class AgentwatchApp(App[None]):
         )
         if extra:
             bus.append("   " + " · ".join(extra), style="bold yellow")
-        self.query_one("#status", Static).update(bus)
+        self._main_query("#status", Static).update(bus)
 
     def _paint_roster(self) -> None:
-        table = self.query_one("#roster", DataTable)
+        table = self._main_query("#roster", DataTable)
+        pal = self.palette
         now = self.clock()
         rows = self.roster.ordered(self.sort)
         cursor = table.cursor_row
         table.clear()
         self._roster_names = []
+        keys = self._roster_keys
         for depth, agent in rows:
-            name = ("  " * depth + ("└ " if depth else "") + agent.name)[:26]
-            table.add_row(
-                name,
-                agent.team[:12],
-                Text(agent.state, style=STATE_STYLE.get(agent.state, "")),
-                agent.tool,
-                _age(agent.tool_running_for(now)),
-                _age(now - agent.last_seen if agent.last_seen else None),
-                str(agent.tool_calls),
-                Text(str(agent.errors), style="red" if agent.errors else ""),
-                str(agent.messages),
-                sparkline(list(agent.activity)[-12:]),
-            )
+            cells = {
+                "agent": "  " * depth + ("└ " if depth else "") + agent.name,
+                "team": agent.team,
+                "state": Text(agent.state, style=pal.state.get(agent.state, "")),
+                "tool": agent.tool,
+                "for": age(agent.tool_running_for(now)),
+                "seen": age(now - agent.last_seen if agent.last_seen else None),
+                "calls": str(agent.tool_calls),
+                "err": Text(str(agent.errors), style=pal.error if agent.errors else ""),
+                "msg": str(agent.messages),
+                "activity": sparkline(list(agent.activity)[-12:]),
+            }
+            table.add_row(*(cells[key] for key in keys))
             self._roster_names.append(agent.name)
         if rows:
             table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
 
     def _paint_feed(self) -> None:
-        table = self.query_one("#feed", DataTable)
+        table = self._main_query("#feed", DataTable)
+        kinds = self.palette.kind
         lines = self.feed.lines(self.filter, last=FEED_ROWS)
         cursor = table.cursor_row
         table.clear()
         self._feed_ids = []
         for line in lines:
-            style = KIND_STYLE.get(line.kind, "")
-            table.add_row(_clock(line.at), line.agent[:24], Text(line.event, style=style), line.text)
+            style = kinds.get(line.kind, "")
+            # A SendMessage delivery shares its tool event's name: say what it is.
+            label = "message" if line.kind == "message" else line.event
+            if self._compact:
+                label = SHORT_EVENTS.get(label, label)
+            table.add_row(clock(line.at), line.agent, Text(label, style=style), line.text)
             self._feed_ids.append(str(line.envelope.get("id", "")))
         if lines:
             if self.follow:
@@ -350,7 +392,10 @@ class AgentwatchApp(App[None]):
         lines = self.feed.lines(self.filter, last=FEED_ROWS)
         if not 0 <= index < len(lines):
             return
-        envelope = dict(lines[index].envelope)
+        self.open_envelope(dict(lines[index].envelope))
+
+    def open_envelope(self, envelope: dict[str, Any]) -> None:
+        """The event in full; an event from history has its payload fetched first."""
         if "data" in envelope or self.history is None:
             self.push_screen(EventScreen(envelope))
         else:
@@ -370,11 +415,75 @@ class AgentwatchApp(App[None]):
         self.call_from_thread(self.push_screen, EventScreen(envelope))
 
     @on(DataTable.RowSelected, "#roster")
-    def filter_to_agent(self, event: DataTable.RowSelected) -> None:
+    def open_agent(self, event: DataTable.RowSelected) -> None:
         index = event.cursor_row
         if 0 <= index < len(self._roster_names):
-            box = self.query_one("#filter", Input)
-            box.value = f"agent:{self._roster_names[index]}"
+            self.show_agent(self._roster_names[index])
+
+    def _main_query(self, selector: str, kind: type[W]) -> W:
+        """A widget of the live view, whichever screen is on top."""
+        return (self._main or self.screen).query_one(selector, kind)
+
+    def selected_agent(self) -> str | None:
+        """The agent under the roster's cursor, else the agent of the feed line under its cursor."""
+        roster: DataTable[Any] = self._main_query("#roster", DataTable)
+        feed: DataTable[Any] = self._main_query("#feed", DataTable)
+        if feed.has_focus and 0 <= feed.cursor_row < len(self._feed_ids):
+            lines = self.feed.lines(self.filter, last=FEED_ROWS)
+            if feed.cursor_row < len(lines):
+                return lines[feed.cursor_row].agent
+        if 0 <= roster.cursor_row < len(self._roster_names):
+            return self._roster_names[roster.cursor_row]
+        return None
+
+    def show_agent(self, name: str) -> None:
+        self._to_live_view()
+        self.push_screen(AgentScreen(self, name))
+
+    def _to_live_view(self) -> None:
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+
+    def action_agent_detail(self) -> None:
+        name = self.selected_agent()
+        if name is None:
+            self.notify("no agent yet: the roster is empty", severity="warning")
+            return
+        self.show_agent(name)
+
+    def action_team(self) -> None:
+        self._to_live_view()
+        self.push_screen(TeamScreen(self))
+
+    def action_tools(self) -> None:
+        if self.history is None:
+            self.notify("tools and history need the store (agentwatch up)", severity="warning")
+            return
+        from agentwatch.tui.tools_view import ToolsScreen
+
+        self._to_live_view()
+        self.push_screen(ToolsScreen(self.history))
+
+    def action_live(self) -> None:
+        self._to_live_view()
+
+    def action_toggle_dark(self) -> None:
+        self.theme = LIGHT if self.current_theme.dark else DARK
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Live view", "The roster of agents and the event feed", self.action_live)
+        yield SystemCommand("Team view", "Who messaged whom, tasks, idle teammates", self.action_team)
+        yield SystemCommand(
+            "Tools and history", "Per-tool durations and failure rates, sessions (SQL)", self.action_tools
+        )
+        yield SystemCommand("Help", "Keys and what the columns mean", self.action_help)
+        for _, agent in self.roster.ordered(self.sort)[:PALETTE_AGENTS]:
+            yield SystemCommand(
+                f"Agent: {agent.name}",
+                f"{agent.state} · {agent.tool_calls} calls · {agent.errors} errors",
+                lambda name=agent.name: self.show_agent(name),
+            )
 
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
@@ -396,11 +505,10 @@ class AgentwatchApp(App[None]):
         self.push_screen(HelpScreen())
 
 
-def run(environ: Any = None) -> None:
-    import os
-
+def run(environ: Mapping[str, str] | None = None) -> None:
     from agentwatch import config
     from agentwatch.tui.sources import NatsLiveSource, StoreHistory
 
     env = os.environ if environ is None else environ
-    AgentwatchApp(NatsLiveSource(config.nats_url(env)), StoreHistory(env)).run()
+    theme = env.get("AGENTWATCH_THEME", "").strip() or None
+    AgentwatchApp(NatsLiveSource(config.nats_url(env)), StoreHistory(env), theme=theme).run()

@@ -26,7 +26,13 @@ STATE_ORDER = {FAILED: 0, WAITING: 1, WORKING: 2, THINKING: 3, IDLE: 4, STOPPED:
 SPARK_BUCKETS = 30
 SPARK_SECONDS = 10.0
 FEED_MAX = 5000
+# Per agent, for its detail view: the newest events (tool calls, prompts and errors come from them).
+TIMELINE_MAX = 500
+EDGES_MAX = 2000
+TASKS_MAX = 2000
 _ERROR_EVENTS = frozenset({"PostToolUseFailure", "StopFailure"})
+ERROR_KINDS = frozenset({"tool_error", "failure", "permission_denied"})
+CONVERSATION_KINDS = frozenset({"prompt", "response", "failure"})
 
 
 def envelope_time(env: Mapping[str, Any]) -> float:
@@ -40,6 +46,33 @@ def envelope_time(env: Mapping[str, Any]) -> float:
     return time.time()
 
 
+@dataclass(frozen=True)
+class FeedLine:
+    at: float
+    agent: str
+    event: str
+    kind: str
+    tool: str
+    text: str
+    envelope: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, env: Mapping[str, Any]) -> FeedLine:
+        return cls(
+            at=envelope_time(env),
+            agent=str(env.get("agent", "")),
+            event=str(env.get("event", "")),
+            kind=str(env.get("kind", "")),
+            tool=str(env.get("tool_name", "")),
+            text=str(env.get("text", "")),
+            envelope=env,
+        )
+
+    @property
+    def tool_use_id(self) -> str:
+        return str(self.envelope.get("tool_use_id", "") or "")
+
+
 @dataclass
 class Agent:
     """One agent as the roster shows it."""
@@ -50,6 +83,8 @@ class Agent:
     agent_type: str = ""
     session_id: str = ""
     host: str = ""
+    # A teammate (not a one-off subagent): it went idle as one, or it sent a message.
+    teammate: bool = False
     state: str = THINKING
     tool: str = ""
     tool_use_id: str = ""
@@ -60,6 +95,7 @@ class Agent:
     errors: int = 0
     messages: int = 0
     activity: deque[int] = field(default_factory=lambda: deque([0] * SPARK_BUCKETS, maxlen=SPARK_BUCKETS))
+    timeline: deque[FeedLine] = field(default_factory=lambda: deque(maxlen=TIMELINE_MAX))
     _bucket: int = 0
 
     def count_activity(self, at: float) -> None:
@@ -121,7 +157,7 @@ class Roster:
     def get(self, name: str) -> Agent | None:
         return self._agents.get(name)
 
-    def apply(self, env: Mapping[str, Any]) -> Agent | None:
+    def apply(self, env: Mapping[str, Any], line: FeedLine | None = None) -> Agent | None:
         name = env.get("agent")
         if not isinstance(name, str) or not name:
             return None
@@ -137,8 +173,12 @@ class Roster:
         agent.events += 1
         agent.last_seen = max(agent.last_seen, at)
         agent.count_activity(at)
+        agent.timeline.append(line if line is not None else FeedLine.of(env))
+        if env.get("event") == "TeammateIdle":
+            agent.teammate = True
         if env.get("kind") == "message":
             agent.messages += 1
+            agent.teammate = True
             return agent
         if env.get("event") in _ERROR_EVENTS:
             agent.errors += 1
@@ -148,6 +188,15 @@ class Roster:
     def apply_all(self, envelopes: Iterable[Mapping[str, Any]]) -> None:
         for env in envelopes:
             self.apply(env)
+
+    def children(self, name: str) -> list[Agent]:
+        """The subagents and teammates whose lead is `name`."""
+        return sorted(
+            (a for a in self._agents.values() if a.parent == name and a.name != name), key=lambda a: a.name
+        )
+
+    def agents(self) -> list[Agent]:
+        return list(self._agents.values())
 
     def ordered(self, key: str = "state", text: str = "") -> list[tuple[int, Agent]]:
         """(depth, agent) rows: leads sorted by `key`, each followed by its subagents and teammates."""
@@ -186,17 +235,6 @@ class Roster:
 
 
 @dataclass(frozen=True)
-class FeedLine:
-    at: float
-    agent: str
-    event: str
-    kind: str
-    tool: str
-    text: str
-    envelope: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
 class FeedFilter:
     agent: str = ""
     event: str = ""
@@ -222,16 +260,8 @@ class Feed:
     def __len__(self) -> int:
         return len(self._lines)
 
-    def add(self, env: Mapping[str, Any]) -> FeedLine:
-        line = FeedLine(
-            at=envelope_time(env),
-            agent=str(env.get("agent", "")),
-            event=str(env.get("event", "")),
-            kind=str(env.get("kind", "")),
-            tool=str(env.get("tool_name", "")),
-            text=str(env.get("text", "")),
-            envelope=env,
-        )
+    def add(self, env: Mapping[str, Any] | FeedLine) -> FeedLine:
+        line = env if isinstance(env, FeedLine) else FeedLine.of(env)
         self._lines.append(line)
         self.total += 1
         return line
@@ -254,3 +284,169 @@ def sparkline(values: Iterable[int]) -> str:
     if top <= 0:
         return SPARK_CHARS[0] * len(vals)
     return "".join(SPARK_CHARS[min(8, (v * 8 + top - 1) // top)] for v in vals)
+
+
+# --- an agent's detail: its tool calls, conversation and errors, from its timeline ------------
+
+RUNNING, OK, FAILED_CALL, DENIED = "running", "ok", "failed", "denied"
+
+
+@dataclass
+class ToolCall:
+    tool: str
+    text: str
+    tool_use_id: str
+    start: float
+    end: float | None = None
+    status: str = RUNNING
+    error: str = ""
+
+    def duration(self, now: float) -> float:
+        return max(0.0, (self.end if self.end is not None else now) - self.start)
+
+
+def tool_calls(lines: Iterable[FeedLine]) -> list[ToolCall]:
+    """PreToolUse paired with its PostToolUse / PostToolUseFailure / PermissionDenied, oldest first.
+
+    A call whose end is not in `lines` stays "running"; an end whose start is not there is left out.
+    """
+    calls: list[ToolCall] = []
+    open_calls: dict[str, ToolCall] = {}
+    for line in lines:
+        if line.kind == "message":
+            continue
+        if line.event == "PreToolUse":
+            call = ToolCall(tool=line.tool, text=line.text, tool_use_id=line.tool_use_id, start=line.at)
+            calls.append(call)
+            if call.tool_use_id:
+                open_calls[call.tool_use_id] = call
+        elif line.event in ("PostToolUse", "PostToolUseFailure", "PermissionDenied"):
+            started = open_calls.pop(line.tool_use_id, None) if line.tool_use_id else None
+            if started is None:
+                continue
+            started.end = max(line.at, started.start)
+            if line.event == "PostToolUse":
+                started.status = OK
+            else:
+                started.status = FAILED_CALL if line.event == "PostToolUseFailure" else DENIED
+                started.error = line.text
+    return calls
+
+
+def conversation(lines: Iterable[FeedLine]) -> list[FeedLine]:
+    """Prompts, responses and failed turns, oldest first."""
+    return [line for line in lines if line.kind in CONVERSATION_KINDS]
+
+
+def errors(lines: Iterable[FeedLine]) -> list[FeedLine]:
+    """Failed tool calls, failed turns and denied permissions, oldest first."""
+    return [line for line in lines if line.kind in ERROR_KINDS]
+
+
+# --- the team: who messaged whom, tasks, idle teammates --------------------------------------
+
+
+@dataclass
+class Edge:
+    sender: str
+    recipient: str
+    count: int = 0
+    summary: str = ""
+    last_at: float = 0.0
+
+
+@dataclass
+class Task:
+    task_id: str
+    subject: str
+    team: str
+    created_by: str = ""
+    created_at: float | None = None
+    completed_by: str = ""
+    completed_at: float | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.completed_at is not None
+
+
+def _task_fields(env: Mapping[str, Any]) -> tuple[str, str]:
+    """(task id, subject) from the payload, or from the columns a history row carries instead."""
+    raw = env.get("data")
+    data: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+    task_id = data.get("task_id", env.get("task_id", ""))
+    subject = data.get("task_subject", env.get("task_subject", ""))
+    return str(task_id or ""), str(subject or "")
+
+
+class Team:
+    """SendMessage edges with counts and the latest summary, and the tasks created and completed."""
+
+    def __init__(self, max_edges: int = EDGES_MAX, max_tasks: int = TASKS_MAX) -> None:
+        self._edges: dict[tuple[str, str], Edge] = {}
+        self._tasks: dict[tuple[str, str], Task] = {}
+        self.max_edges, self.max_tasks = max_edges, max_tasks
+
+    def apply(self, env: Mapping[str, Any]) -> None:
+        kind = env.get("kind")
+        if kind == "message":
+            self._message(env)
+        elif kind in ("task_created", "task_completed"):
+            self._task(env, created=kind == "task_created")
+
+    def _message(self, env: Mapping[str, Any]) -> None:
+        sender, recipient = str(env.get("agent", "")), str(env.get("peer", ""))
+        if not sender or not recipient:
+            return
+        at = envelope_time(env)
+        edge = self._edges.get((sender, recipient))
+        if edge is None:
+            if len(self._edges) >= self.max_edges:
+                oldest = min(self._edges.values(), key=lambda e: e.last_at)
+                del self._edges[(oldest.sender, oldest.recipient)]
+            edge = self._edges[(sender, recipient)] = Edge(sender, recipient)
+        edge.count += 1
+        if at >= edge.last_at:
+            edge.last_at = at
+            text = str(env.get("text", ""))
+            prefix = f"→ {recipient}: "
+            edge.summary = text[len(prefix) :] if text.startswith(prefix) else text
+
+    def _task(self, env: Mapping[str, Any], *, created: bool) -> None:
+        task_id, subject = _task_fields(env)
+        if not task_id:
+            return
+        team = str(env.get("team", "") or env.get("session_id", ""))
+        key = (team, task_id)
+        task = self._tasks.get(key)
+        if task is None:
+            if len(self._tasks) >= self.max_tasks:
+                del self._tasks[next(iter(self._tasks))]
+            task = self._tasks[key] = Task(task_id=task_id, subject=subject, team=team)
+        task.subject = task.subject or subject
+        at, agent = envelope_time(env), str(env.get("agent", ""))
+        if created:
+            task.created_at, task.created_by = at, agent
+        else:
+            task.completed_at, task.completed_by = at, agent
+
+    def edges(self) -> list[Edge]:
+        """Busiest first."""
+        return sorted(self._edges.values(), key=lambda e: (-e.count, -e.last_at, e.sender, e.recipient))
+
+    def tasks(self) -> list[Task]:
+        """Open tasks first, then by when they were created."""
+
+        def order(t: Task) -> tuple[bool, float, str]:
+            when = t.created_at if t.created_at is not None else (t.completed_at or 0.0)
+            return (t.done, when, t.task_id)
+
+        return sorted(self._tasks.values(), key=order)
+
+
+def idle_teammates(roster: Roster) -> list[Agent]:
+    """Teammates (not the lead, not one-off subagents) whose turn is over, idle longest first."""
+    return sorted(
+        (a for a in roster.agents() if a.state == IDLE and a.teammate and a.parent),
+        key=lambda a: a.last_seen,
+    )

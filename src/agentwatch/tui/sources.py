@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -104,12 +105,46 @@ class StoreHistory:
 
 
 # The roster and feed need the headline of recent events, not their payloads (fetched one at a
-# time when a person opens an event): a reply must fit one NATS message.
-RECENT_EVENTS_SQL = (
-    "SELECT id, timestamp, event, kind, agent, team, parent_agent, agent_type, session_id, host, tool_name, "
-    "tool_use_id, text FROM (SELECT * FROM events ORDER BY timestamp DESC LIMIT {limit}) "
-    "ORDER BY timestamp"
+# time when a person opens an event): a reply must fit one NATS message. Tasks are the one thing
+# the team view needs from the payload: two short fields, for task events only. Messages live in
+# their own table; they come back in the shape of the live message envelopes.
+_HEADLINE_SQL = (
+    "SELECT * FROM (SELECT * FROM ("
+    "SELECT * FROM ("
+    "SELECT id, timestamp, event, kind, agent, team, peer, parent_agent, agent_type, session_id, host, "
+    "tool_name, tool_use_id, text, "
+    "if(kind IN ('task_created', 'task_completed'), JSONExtractString(data, 'task_id'), '') AS task_id, "
+    "if(kind IN ('task_created', 'task_completed'), JSONExtractString(data, 'task_subject'), '') "
+    "AS task_subject "
+    "FROM events {where}ORDER BY timestamp DESC LIMIT {limit}) "
+    "UNION ALL SELECT * FROM ("
+    "SELECT id, timestamp, 'PostToolUse' AS event, 'message' AS kind, from_agent AS agent, team, "
+    "to_agent AS peer, '' AS parent_agent, '' AS agent_type, session_id, '' AS host, "
+    "'SendMessage' AS tool_name, '' AS tool_use_id, "
+    "concat('→ ', to_agent, ': ', leftUTF8(if(summary != '', summary, text), 200)) AS text, "
+    "'' AS task_id, '' AS task_subject "
+    "FROM messages {message_where}ORDER BY timestamp DESC LIMIT {limit})"
+    ") ORDER BY timestamp DESC LIMIT {limit}"
+    ") ORDER BY timestamp"
 )
+_AGENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def recent_events_sql(limit: int) -> str:
+    """The newest `limit` events, oldest first, without payloads."""
+    return _HEADLINE_SQL.format(where="", message_where="", limit=int(limit))
+
+
+def agent_events_sql(agent: str, limit: int) -> str | None:
+    """The newest `limit` events of one agent, oldest first, without payloads.
+
+    None for a name that is not a subject token: names are never quoted into SQL otherwise.
+    """
+    if not _AGENT_NAME.fullmatch(agent):
+        return None
+    return _HEADLINE_SQL.format(
+        where=f"WHERE agent = '{agent}' ", message_where=f"WHERE from_agent = '{agent}' ", limit=int(limit)
+    )
 
 
 def event_payload_sql(event_id: str) -> str | None:

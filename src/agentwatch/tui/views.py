@@ -1,0 +1,327 @@
+"""The dashboard's second-level screens: one agent in detail, and the team.
+
+Both read the app's model (kept current by the app's repaint timer whichever screen is shown) and
+repaint themselves on a timer of their own; neither touches the bus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar, Protocol
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+
+from agentwatch.tui.common import Palette, age, clock, duration, refill
+from agentwatch.tui.model import (
+    TIMELINE_MAX,
+    Agent,
+    FeedLine,
+    Roster,
+    Team,
+    conversation,
+    errors,
+    idle_teammates,
+    sparkline,
+    tool_calls,
+)
+from agentwatch.tui.sources import HistorySource, agent_events_sql, rows_as_envelopes
+
+VIEW_REPAINT_SECONDS = 0.5
+DETAIL_ROWS = 300
+
+
+def gone(screen: Screen[Any]) -> bool:
+    """The screen was closed before it got to mount or paint (a quick escape): nothing to do."""
+    return screen not in screen.app.screen_stack
+
+
+class TablesScreen(Screen[None]):
+    """A screen of tables built with their columns in compose, and painted through references:
+    a timer or a worker may paint before the tab panes are mounted, or after the screen closed."""
+
+    def __init__(self, head_id: str) -> None:
+        super().__init__()
+        self._tables: dict[str, DataTable[Any]] = {}
+        self._head = Static(id=head_id)
+
+    def _table(self, table_id: str, *columns: str) -> DataTable[Any]:
+        table: DataTable[Any] = DataTable(id=table_id, cursor_type="row")
+        table.add_columns(*columns)
+        self._tables[table_id] = table
+        return table
+
+
+class Dashboard(Protocol):
+    """What the screens need from the app."""
+
+    roster: Roster
+    team: Team
+    clock: Callable[[], float]
+    history: HistorySource | None
+
+    @property
+    def palette(self) -> Palette: ...
+
+    def open_envelope(self, envelope: dict[str, Any]) -> None: ...
+
+
+class AgentScreen(TablesScreen):
+    """One agent: its timeline, tool calls, prompts and responses, errors, and subagents.
+
+    Newest first in every table: the detail is read from the top, while things happen.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "app.pop_screen", "Back"),
+        Binding("1", "tab('timeline')", "Timeline"),
+        Binding("2", "tab('calls')", "Tool calls"),
+        Binding("3", "tab('conversation')", "Prompts"),
+        Binding("4", "tab('errors')", "Errors"),
+        Binding("5", "tab('subagents')", "Subagents"),
+    ]
+
+    def __init__(self, dash: Dashboard, name: str) -> None:
+        super().__init__("agent-head")
+        self.dash = dash
+        self.agent_name = name
+        self.sub_title = name
+        # Older events of this agent from the store: the live timeline holds only the newest.
+        self._stored: list[FeedLine] = []
+        self._lines: list[FeedLine] = []
+        self._subagents: list[str] = []
+        self.history_note = ""
+
+    def compose(self) -> ComposeResult:
+        yield self._head
+        with TabbedContent(id="agent-tabs"):
+            with TabPane("Timeline", id="timeline"):
+                yield self._table("agent-timeline", "time", "event", "text")
+            with TabPane("Tool calls", id="calls"):
+                yield self._table("agent-calls", "start", "tool", "took", "status", "call")
+            with TabPane("Prompts & responses", id="conversation"):
+                yield self._table("agent-conversation", "time", "what", "text")
+            with TabPane("Errors", id="errors"):
+                yield self._table("agent-errors", "time", "event", "text")
+            with TabPane("Subagents", id="subagents"):
+                yield self._table(
+                    "agent-subagents", "agent", "type", "state", "calls", "err", "seen", "activity"
+                )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if gone(self):
+            return
+        if self.dash.history is not None:
+            self.load_stored()
+        self.set_interval(VIEW_REPAINT_SECONDS, self.repaint)
+        self.repaint()
+
+    def action_tab(self, tab: str) -> None:
+        if not gone(self):
+            self.query_one("#agent-tabs", TabbedContent).active = tab
+
+    @work(thread=True, exclusive=True, group="agent-history")
+    def load_stored(self) -> None:
+        assert self.dash.history is not None
+        sql = agent_events_sql(self.agent_name, TIMELINE_MAX)
+        if sql is None:
+            return
+        try:
+            result = self.dash.history.query(sql)
+        except Exception as exc:
+            self.app.call_from_thread(self._stored_in, [], f"store unreachable ({exc}): live events only")
+            return
+        if "error" in result:
+            self.app.call_from_thread(self._stored_in, [], f"store error: {str(result['error'])[:100]}")
+            return
+        lines = [FeedLine.of(env) for env in rows_as_envelopes(result)]
+        self.app.call_from_thread(self._stored_in, lines, "")
+
+    def _stored_in(self, lines: list[FeedLine], note: str) -> None:
+        self._stored, self.history_note = lines, note
+        self.repaint()
+
+    def merged_lines(self, agent: Agent | None) -> list[FeedLine]:
+        """The stored events then the live ones, each event once, oldest first."""
+        live = list(agent.timeline) if agent is not None else []
+        if not self._stored:
+            return live
+        seen = {str(line.envelope.get("id", "")) for line in live}
+        older = [line for line in self._stored if str(line.envelope.get("id", "")) not in seen]
+        return sorted(older + live, key=lambda line: line.at)[-2 * TIMELINE_MAX :]
+
+    def repaint(self) -> None:
+        if gone(self):
+            return
+        agent = self.dash.roster.get(self.agent_name)
+        now = self.dash.clock()
+        pal = self.dash.palette
+        self._lines = lines = self.merged_lines(agent)
+        self._paint_head(agent, now, pal)
+        recent = lines[-DETAIL_ROWS:][::-1]
+        refill(
+            self._tables["agent-timeline"],
+            [(clock(ln.at), Text(ln.event, style=pal.kind.get(ln.kind, "")), ln.text) for ln in recent],
+        )
+        calls = tool_calls(lines)[-DETAIL_ROWS:][::-1]
+        refill(
+            self._tables["agent-calls"],
+            [
+                (
+                    clock(c.start),
+                    c.tool,
+                    duration(c.duration(now)),
+                    Text(c.status, style=pal.status.get(c.status, "")),
+                    c.error or c.text,
+                )
+                for c in calls
+            ],
+        )
+        refill(
+            self._tables["agent-conversation"],
+            [
+                (clock(ln.at), Text(ln.kind, style=pal.kind.get(ln.kind, "")), ln.text)
+                for ln in conversation(lines)[-DETAIL_ROWS:][::-1]
+            ],
+        )
+        refill(
+            self._tables["agent-errors"],
+            [
+                (clock(ln.at), Text(ln.event, style=pal.kind.get(ln.kind, "")), ln.text)
+                for ln in errors(lines)[-DETAIL_ROWS:][::-1]
+            ],
+        )
+        children = self.dash.roster.children(self.agent_name)
+        self._subagents = [c.name for c in children]
+        refill(
+            self._tables["agent-subagents"],
+            [
+                (
+                    c.name,
+                    c.agent_type,
+                    Text(c.state, style=pal.state.get(c.state, "")),
+                    str(c.tool_calls),
+                    Text(str(c.errors), style=pal.error if c.errors else ""),
+                    age(now - c.last_seen if c.last_seen else None),
+                    sparkline(list(c.activity)[-12:]),
+                )
+                for c in children
+            ],
+        )
+
+    def _paint_head(self, agent: Agent | None, now: float, pal: Palette) -> None:
+        head = Text("agent  ", style="dim")
+        if agent is None:
+            head.append(f"{self.agent_name}: no events seen yet", style="bold")
+        else:
+            head.append(agent.name, style="bold")
+            head.append("  ")
+            head.append(agent.state, style=pal.state.get(agent.state, ""))
+            running = agent.tool_running_for(now)
+            if agent.tool:
+                head.append(f" {agent.tool}" + (f" for {age(running)}" if running is not None else ""))
+            facts = [
+                f"type {agent.agent_type}" if agent.agent_type else "",
+                f"team {agent.team}" if agent.team else "",
+                f"lead {agent.parent}" if agent.parent else "",
+                f"session {agent.session_id[:8]}" if agent.session_id else "",
+                f"host {agent.host}" if agent.host else "",
+                f"{agent.tool_calls} calls · {agent.errors} errors · {agent.messages} messages",
+            ]
+            head.append("   " + " · ".join(f for f in facts if f), style="dim")
+        if self.history_note:
+            head.append(f"   {self.history_note}", style=pal.error)
+        self._head.update(head)
+
+    @on(DataTable.RowSelected, "#agent-timeline")
+    def open_line(self, event: DataTable.RowSelected) -> None:
+        recent = self._lines[-DETAIL_ROWS:][::-1]
+        if 0 <= event.cursor_row < len(recent):
+            self.dash.open_envelope(dict(recent[event.cursor_row].envelope))
+
+    @on(DataTable.RowSelected, "#agent-subagents")
+    def open_subagent(self, event: DataTable.RowSelected) -> None:
+        if 0 <= event.cursor_row < len(self._subagents):
+            self.app.switch_screen(AgentScreen(self.dash, self._subagents[event.cursor_row]))
+
+
+class TeamScreen(TablesScreen):
+    """Who messaged whom, tasks created and completed, and teammates sitting idle."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "app.pop_screen", "Back")]
+
+    def __init__(self, dash: Dashboard) -> None:
+        super().__init__("team-head")
+        self.dash = dash
+        self.sub_title = "team"
+        self._idle: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield self._head
+        with Vertical(id="team-main"):
+            with Vertical(id="edges-pane", classes="pane") as edges:
+                edges.border_title = "messages: who → whom"
+                yield self._table("team-edges", "from", "to", "n", "last", "latest summary")
+            with Horizontal(id="team-lower"):
+                with Vertical(id="tasks-pane", classes="pane") as tasks:
+                    tasks.border_title = "tasks"
+                    yield self._table("team-tasks", "#", "status", "subject", "by")
+                with Vertical(id="idle-pane", classes="pane") as idle:
+                    idle.border_title = "idle teammates"
+                    yield self._table("team-idle", "agent", "idle", "calls", "lead")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if gone(self):
+            return
+        self.set_interval(VIEW_REPAINT_SECONDS, self.repaint)
+        self.repaint()
+
+    def repaint(self) -> None:
+        if gone(self):
+            return
+        now = self.dash.clock()
+        pal = self.dash.palette
+        edges = self.dash.team.edges()
+        tasks = self.dash.team.tasks()
+        idle = idle_teammates(self.dash.roster)
+        open_tasks = sum(1 for t in tasks if not t.done)
+        self._head.update(
+            Text(
+                f"team  {len(self.dash.roster)} agents · {sum(e.count for e in edges)} messages on "
+                f"{len(edges)} edges · {len(tasks)} tasks ({open_tasks} open) · {len(idle)} idle",
+                style="bold",
+            )
+        )
+        refill(
+            self._tables["team-edges"],
+            [(e.sender, e.recipient, str(e.count), age(now - e.last_at), e.summary) for e in edges],
+        )
+        refill(
+            self._tables["team-tasks"],
+            [
+                (
+                    t.task_id,
+                    Text("done", style=pal.good) if t.done else Text("open", style=pal.status["running"]),
+                    t.subject,
+                    t.completed_by if t.done else t.created_by,
+                )
+                for t in tasks
+            ],
+        )
+        self._idle = [a.name for a in idle]
+        refill(
+            self._tables["team-idle"],
+            [(a.name, age(now - a.last_seen), str(a.tool_calls), a.parent) for a in idle],
+        )
+
+    @on(DataTable.RowSelected, "#team-idle")
+    def open_idle(self, event: DataTable.RowSelected) -> None:
+        if 0 <= event.cursor_row < len(self._idle):
+            self.app.push_screen(AgentScreen(self.dash, self._idle[event.cursor_row]))
