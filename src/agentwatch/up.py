@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import csv
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -65,6 +67,22 @@ def nats_server_binary() -> str | None:
     return str(near) if near.exists() else shutil.which("nats-server")
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, have the kernel stop it (SIGTERM) when `up` dies,
+    even by SIGKILL, so no nats-server is left holding the port and the data dir."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _hangup_stops() -> None:
+    """A closed terminal (SIGHUP) stops `up` the way SIGTERM does: the last batch is written."""
+    signal.signal(signal.SIGHUP, lambda *_: os.kill(os.getpid(), signal.SIGTERM))
+
+
 class LocalNats:
     """The bundled nats-server, started for this run and stopped with it."""
 
@@ -84,7 +102,11 @@ class LocalNats:
         args = [binary, "-a", self.url.host, "-p", str(self.url.port), "-js", "-sd", self.store_dir,
                 "-n", "agentwatch", "-l", self.log_path]  # fmt: skip
         self.proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call before exec
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -171,7 +193,87 @@ def run_collector(
     return 0
 
 
+def store_answers(environ: Mapping[str, str], timeout: float = 2.0) -> bool:
+    """The query service (or ClickHouse server) answers a trivial query."""
+    try:
+        return "error" not in query("SELECT 1", environ, timeout=timeout)
+    except Exception:
+        return False
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def cmd_up_with_dashboard(args: argparse.Namespace) -> int:
+    """The pipeline in a child process (its output in the data dir), the dashboard in front.
+
+    Quitting the dashboard stops what this command started (the demo, then the pipeline, which
+    writes its last batch); a pipeline that was already running is left alone.
+    """
+    environ = dict(os.environ)
+    data = Path(config.ensure_dir(config.data_dir(environ)))
+    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    command = [sys.executable, "-m", "agentwatch"]
+    try:
+        if store_answers(environ):
+            print("agentwatch up: a pipeline is already running here; opening the dashboard", flush=True)
+        else:
+            log = data / "up.log"
+            print(f"agentwatch up: starting the pipeline (its output: {log})", flush=True)
+            with log.open("ab") as out:
+                up = subprocess.Popen(
+                    [*command, "up"],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=environ,
+                    start_new_session=True,
+                )
+            children.append(("pipeline", up))
+            deadline = time.monotonic() + 60
+            while not store_answers(environ, timeout=1.0):
+                if up.poll() is not None:
+                    return _fail(f"the pipeline stopped (exit {up.returncode}):\n{_tail(log)}")
+                if time.monotonic() > deadline:
+                    return _fail(f"the pipeline did not answer within 60 s:\n{_tail(log)}")
+                time.sleep(0.2)
+        if args.demo:
+            log = data / "demo.log"
+            print(f"agentwatch demo: {args.demo} events/s (its output: {log})", flush=True)
+            with log.open("ab") as out:
+                demo = subprocess.Popen(
+                    [*command, "demo", "--rate", str(args.demo)],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=environ,
+                    start_new_session=True,
+                )
+            children.insert(0, ("demo", demo))
+        from agentwatch.tui.app import run
+
+        run(environ)
+        return 0
+    finally:
+        for name, child in children:  # the demo first, then the pipeline
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
+                try:
+                    child.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    print(f"agentwatch: the {name} did not stop in 30 s; killing it", file=sys.stderr)
+                    child.kill()
+                    child.wait()
+
+
 def cmd_up(args: argparse.Namespace) -> int:
+    if getattr(args, "dashboard", False):
+        return cmd_up_with_dashboard(args)
+    if getattr(args, "demo", 0):
+        return _fail("--demo goes with --dashboard; or run `agentwatch demo` in another terminal")
+    _hangup_stops()
     environ = os.environ
     url = config.nats_url(environ)
     data = config.ensure_dir(config.data_dir(environ))
@@ -416,6 +518,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "up", help="run the whole pipeline here: NATS (if none answers), store, query service"
     )
     up.add_argument("-v", "--verbose", action="store_true", help="log every batch")
+    up.add_argument(
+        "-d",
+        "--dashboard",
+        action="store_true",
+        help="run the pipeline in the background (output in the data dir) and open the dashboard; "
+        "quitting the dashboard stops it",
+    )
+    up.add_argument(
+        "--demo",
+        type=int,
+        default=0,
+        metavar="RATE",
+        help="with --dashboard: also publish simulated team traffic at RATE events/s",
+    )
     up.set_defaults(func=cmd_up)
     store = sub.add_parser("store", help="run the store and query service against an existing bus")
     store.add_argument("-v", "--verbose", action="store_true", help="log every batch")

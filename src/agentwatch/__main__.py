@@ -1,0 +1,5 @@
+"""`python -m agentwatch`: the same as the `agentwatch` command."""
+
+from agentwatch.cli import main
+
+main()
