@@ -9,11 +9,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from agentwatch.contract import envelopes_from_stdin
 from agentwatch.tui.app import AgentwatchApp, EventScreen, HelpScreen
 from agentwatch.tui.sources import Deliver, Status
+from agentwatch.tui.table import Table
 
 BASE = 1_795_000_000.0  # a fixed moment: the clock the app sees is fixed too
 SESSION = "5e55105e-1111-4000-8000-000000000000"
@@ -100,8 +101,8 @@ async def painted(pilot: Any, app: AgentwatchApp, events: int) -> None:
     """Until `events` envelopes are in the model and the live view shows them."""
 
     def done() -> bool:
-        feed = app.query_one("#feed", DataTable)
-        want = len(app.feed.lines(app.filter, last=400))
+        feed = app.query_one("#feed", Table)
+        want = len(app.feed.lines(app.filter))
         return app.feed.total >= events and feed.row_count == want and not app._pending and not app._dirty
 
     await until(pilot, done)
@@ -112,12 +113,12 @@ def status_text(app: AgentwatchApp) -> str:
 
 
 def roster_rows(app: AgentwatchApp) -> list[list[str]]:
-    table = app.query_one("#roster", DataTable)
+    table = app.query_one("#roster", Table)
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 
 def feed_rows(app: AgentwatchApp) -> list[list[str]]:
-    table = app.query_one("#feed", DataTable)
+    table = app.query_one("#feed", Table)
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 
@@ -153,9 +154,9 @@ async def test_feed_filter_and_event_drill_down() -> None:
         await until(pilot, lambda: len(feed_rows(app)) == 2 and feed_rows(app)[0][1] == "reviewer")
         rows = feed_rows(app)
         assert [r[2] for r in rows] == ["PreToolUse", "PermissionRequest"]
-        feed = app.query_one("#feed", DataTable)
+        feed = app.query_one("#feed", Table)
         feed.focus()
-        feed.move_cursor(row=0)
+        feed.move_cursor(0)
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, EventScreen))
         shown = " ".join(str(s.render()) for s in app.screen.query(Static))
@@ -224,3 +225,27 @@ def test_main_screen_snapshot(snap_compare: Any) -> None:
 
 async def _settle(pilot: Any) -> None:
     await pilot.pause(0.5)
+
+
+async def test_raw_bus_bytes_are_decoded_and_bad_ones_skipped() -> None:
+    from agentwatch.contract import encode_envelope
+
+    envelopes = team_traffic()
+    live = FakeLive([])
+    app = AgentwatchApp(live, None, clock=lambda: BASE)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: live.deliver is not None)
+        assert live.deliver is not None
+        live.deliver(b"not json")
+        live.deliver(b"[1, 2]")
+        for env in envelopes:
+            live.deliver(encode_envelope(env))
+        await painted(pilot, app, 7)
+        assert app.feed.total == 7, "the two bad messages were skipped"
+        feed = app.query_one("#feed", Table)
+        feed.focus()
+        feed.move_cursor(4)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, EventScreen))
+        shown = " ".join(str(s.render()) for s in app.screen.query(Static))
+        assert "[REDACTED:anthropic_key]" in shown and '"tool_input"' in shown, "the payload, from the bytes"

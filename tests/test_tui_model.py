@@ -250,3 +250,48 @@ def test_the_agent_timeline_is_bounded_and_feeds_its_conversation() -> None:
     assert agent is not None and len(agent.timeline) == TIMELINE_MAX
     said = conversation(agent.timeline)
     assert [line.kind for line in said[-2:]] == ["prompt", "response"] and said[-1].text == "done"
+
+
+def test_the_roster_forgets_the_longest_finished_agents_first() -> None:
+    roster = Roster(max_agents=3)
+    session = "5e55105e-0000"
+    roster.apply(one({"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": "go"}, BASE))
+    for i, kind in enumerate(("Explore", "Plan")):
+        sub = {"session_id": session, "agent_id": f"a{i}000000000000000", "agent_type": kind}
+        roster.apply(one({**sub, "hook_event_name": "SubagentStart"}, BASE + 1 + i))
+        roster.apply(one({**sub, "hook_event_name": "SubagentStop"}, BASE + 2 + i))
+    assert len(roster) == 3 and roster.evicted == 0
+    newcomer = {"session_id": session, "agent_id": "a2000000000000000", "agent_type": "Review"}
+    roster.apply(one({**newcomer, "hook_event_name": "SubagentStart"}, BASE + 10))
+    names = {a.name for a in roster.agents()}
+    assert len(roster) == 3 and roster.evicted == 1
+    assert "main-5e55105e" in names, "the lead, still thinking, is kept"
+    assert "Explore-0000000" not in {n[:15] for n in names}, "the agent idle the longest went first"
+
+
+def test_agent_timelines_keep_headlines_not_payloads() -> None:
+    roster = Roster()
+    env = one(call("PreToolUse", "Bash", "t1"), BASE)
+    roster.apply(env)
+    agent = roster.get(env["agent"])
+    assert agent is not None
+    kept = agent.timeline[-1].envelope
+    assert "data" not in kept and kept["id"] == env["id"] and kept["tool_use_id"] == "t1"
+    assert "data" in env, "the live envelope itself is untouched"
+
+
+def test_a_line_from_raw_json_keeps_bytes_and_plain_values_out_of_the_collectors_way() -> None:
+    import gc
+
+    from agentwatch.contract import encode_envelope
+    from agentwatch.tui.model import FeedLine
+
+    env = one(call("PreToolUse", "Bash", "t1"), BASE)
+    raw = encode_envelope(env)
+    line = FeedLine.of(json.loads(raw), raw)
+    assert not gc.is_tracked(line.envelope), "the headline holds plain values only"
+    assert "data" not in line.envelope and line.envelope["tool_use_id"] == "t1"
+    assert line.full()["data"]["tool_input"] == {"command": "pytest -q"}, "the payload, when asked"
+    assert line.headline().envelope is line.envelope, "nothing copied for the agent's timeline"
+    hostile = FeedLine.of({**json.loads(raw), "text": {"not": "a string"}}, raw)
+    assert not gc.is_tracked(hostile.envelope) and hostile.envelope["text"] == "{'not': 'a string'}"

@@ -13,6 +13,7 @@ from agentwatch.contract import encode_envelope
 from agentwatch.store.schema import apply_migrations, insert_batch
 from agentwatch.tui.app import AgentwatchApp, EventScreen
 from agentwatch.tui.sources import agent_events_sql, recent_events_sql, rows_as_envelopes
+from agentwatch.tui.table import Table
 from agentwatch.tui.views import AgentScreen, TeamScreen
 from tests.test_tui_app import BASE, FakeHistory, FakeLive, env_of, painted, team_traffic, until
 from tests.test_tui_model import team_envelopes
@@ -36,9 +37,9 @@ async def test_agent_detail_shows_calls_errors_conversation_and_subagents() -> N
     app = make_app(team_traffic())
     async with app.run_test(size=(160, 40)) as pilot:
         await painted(pilot, app, 7)
-        roster = app.query_one("#roster", DataTable)
+        roster = app.query_one("#roster", Table)
         roster.focus()
-        roster.move_cursor(row=0)
+        roster.move_cursor(0)
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, AgentScreen))
         screen = app.screen
@@ -137,7 +138,7 @@ async def test_the_live_view_keeps_counting_while_another_view_is_shown() -> Non
         for env in team_traffic()[2:]:
             live.deliver(env)
         await until(pilot, lambda: app.feed.total == 7)
-        assert app.query_one("#feed", DataTable).row_count == 2, "the hidden view is not painted"
+        assert app.query_one("#feed", Table).row_count == 2, "the hidden view is not painted"
         await pilot.press("escape")
         await painted(pilot, app, 7)
 
@@ -177,7 +178,7 @@ async def test_dark_and_light_themes_colour_states_from_the_theme() -> None:
         await until(pilot, lambda: app.current_theme.dark)
         dark = app.palette.state["waiting"]
         assert light != dark, "the waiting colour follows the theme"
-        table = app.query_one("#roster", DataTable)
+        table = app.query_one("#roster", Table)
 
         def waiting_style() -> object:
             cells = [table.get_row_at(i)[2] for i in range(table.row_count)]
@@ -274,3 +275,34 @@ async def test_views_opened_and_closed_faster_than_they_mount() -> None:
         await until(pilot, lambda: app.screen is app.screen_stack[0] and len(app.screen_stack) == 1)
         await pilot.pause(0.5)
         assert app.is_running and app.return_code is None
+
+
+async def test_text_that_looks_like_markup_is_shown_as_written_everywhere() -> None:
+    """Agents write anything: a grep for "[/]" once stopped the dashboard with a MarkupError."""
+    session = {"session_id": "5e55105e-1111-4000-8000-000000000000", "cwd": "/repo"}
+    odd = "[/] [bold]x[/bold] [link=file:///etc]y"
+    steps: list[dict[str, Any]] = [
+        {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": f"grep -n '{odd}'"},
+         "tool_use_id": "toolu_m1"},
+        {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_input": {"command": "x"},
+         "tool_use_id": "toolu_m1", "error": odd},
+        {"hook_event_name": "TaskCreated", "task_id": "1", "task_subject": odd},
+        {"hook_event_name": "PostToolUse", "tool_name": "SendMessage", "tool_response": {"success": True},
+         "tool_input": {"to": "researcher", "summary": odd, "message": odd}},
+    ]  # fmt: skip
+    envelopes = [e for i, step in enumerate(steps) for e in env_of({**session, **step}, BASE + i)]
+    app = make_app(envelopes)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, len(envelopes))
+        feed = app.query_one("#feed", Table)
+        texts = [str(feed.get_row_at(i)[3]) for i in range(feed.row_count)]
+        assert any(odd in t for t in texts)
+        app.show_agent("main-5e55105e")
+        await until(pilot, lambda: len(table_rows(app.screen, "#agent-errors")) == 1)
+        assert odd in table_rows(app.screen, "#agent-errors")[0][2]
+        await pilot.press("t")
+        await until(pilot, lambda: len(table_rows(app.screen, "#team-tasks")) == 1)
+        assert table_rows(app.screen, "#team-tasks")[0][2] == odd
+        assert table_rows(app.screen, "#team-edges")[0][4] == odd
+        await pilot.pause(0.3)
+        assert app.is_running

@@ -8,6 +8,7 @@ worker thread.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -15,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
+import orjson
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -22,10 +24,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import Footer, Header, Input, Static
 
 from agentwatch.tui.common import EventScreen, Palette, age, clock
-from agentwatch.tui.model import Feed, FeedFilter, Roster, Team, sparkline
+from agentwatch.tui.model import Agent, Feed, FeedFilter, FeedLine, Roster, Team, sparkline
 from agentwatch.tui.sources import (
     HistorySource,
     LiveSource,
@@ -33,16 +35,16 @@ from agentwatch.tui.sources import (
     recent_events_sql,
     rows_as_envelopes,
 )
+from agentwatch.tui.table import Cell, Table
 from agentwatch.tui.views import AgentScreen, TeamScreen
 
 W = TypeVar("W", bound=Widget)
 __all__ = ["AgentwatchApp", "EventScreen", "HelpScreen", "run"]
 
-PENDING_MAX = 50_000
+PENDING_MAX = 20_000
 # Seconds live events wait for the history before they are shown anyway.
 HISTORY_PATIENCE = 5.0
 REPAINT_SECONDS = 0.25
-FEED_ROWS = 400
 SORTS = ("state", "recent", "name", "errors")
 # Agents offered one by one in the command palette (the busiest-looking first).
 PALETTE_AGENTS = 100
@@ -137,17 +139,18 @@ class AgentwatchApp(App[None]):
         self.bus_ok = False
         self.bus_text = "connecting to the bus ..."
         self.store_text = "store: not asked yet"
-        self._pending: deque[dict[str, Any]] = deque(maxlen=PENDING_MAX)
+        self._pending: deque[dict[str, Any] | bytes] = deque(maxlen=PENDING_MAX)
         # Live events wait until the history is in: applied after it, states stay in time order.
         self._history_done = history is None
         self._history_ids: set[str] = set()
         self._dropped = 0
         self._dirty = True
-        self._feed_ids: list[str] = []
-        self._roster_names: list[str] = []
+        self._feed_lines: list[FeedLine] = []
+        self._roster_rows: list[tuple[int, Agent]] = []
         self._main: Screen[Any] | None = None
         self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
         self._compact = False
+        self._painted_theme = ""
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -156,10 +159,10 @@ class AgentwatchApp(App[None]):
         yield Static(id="status")
         with Horizontal(id="main"):
             with Vertical(id="roster-pane"):
-                yield DataTable(id="roster", cursor_type="row", zebra_stripes=True)
+                yield Table(id="roster")
             with Vertical(id="feed-pane"):
                 yield Input(placeholder="filter: agent:NAME tool:NAME event:KIND or text", id="filter")
-                yield DataTable(id="feed", cursor_type="row")
+                yield Table(id="feed")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -173,10 +176,13 @@ class AgentwatchApp(App[None]):
             self.load_history()
             self.set_timer(HISTORY_PATIENCE, self._stop_waiting_for_history)
         self.repaint()
+        # Everything built so far (Textual's widgets, styles, the app) lives as long as the app:
+        # out of the collector's way, its full collections stay short under heavy traffic.
+        gc.freeze()
 
     # -- data in -----------------------------------------------------------------------------
 
-    def deliver(self, env: dict[str, Any]) -> None:
+    def deliver(self, env: dict[str, Any] | bytes) -> None:
         """From the live source: buffer only; the repaint timer applies it."""
         if len(self._pending) == self._pending.maxlen:
             self._dropped += 1
@@ -213,9 +219,9 @@ class AgentwatchApp(App[None]):
         self._history_done = True
         self._dirty = True
 
-    def apply(self, env: dict[str, Any]) -> None:
+    def apply(self, env: dict[str, Any], raw: bytes | None = None) -> None:
         """One envelope into the model: feed, roster (and the agent's timeline), team."""
-        line = self.feed.add(env)
+        line = self.feed.add(FeedLine.of(env, raw))
         self.roster.apply(env, line)
         self.team.apply(env)
 
@@ -232,10 +238,21 @@ class AgentwatchApp(App[None]):
     def repaint(self) -> None:
         drained = 0
         while self._pending and not self.paused and self._history_done:
-            env = self._pending.popleft()
+            item = self._pending.popleft()
+            raw = item if isinstance(item, bytes) else None
+            if raw is not None:
+                try:
+                    decoded = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue  # not an envelope: the store dead-letters it, the dashboard skips it
+                if not isinstance(decoded, dict):
+                    continue
+                env = decoded
+            else:
+                env = item  # type: ignore[assignment]
             if self._history_ids and str(env.get("id", "")) in self._history_ids:
                 continue  # already in from the history
-            self.apply(env)
+            self.apply(env, raw)
             drained += 1
         if self._history_ids and not self._pending:
             self._history_ids.clear()
@@ -265,22 +282,14 @@ class AgentwatchApp(App[None]):
         pane = self._main_query("#roster-pane", Vertical)
         pane.styles.width = "1fr" if stacked else self._roster_width()
         compact = width < COMPACT_WIDTH
-        roster: DataTable[Any] = self._main_query("#roster", DataTable)
         columns = COMPACT_ROSTER_COLUMNS if compact else ROSTER_COLUMNS
-        if [str(c.label) for c in roster.columns.values()] != [name for name, _ in columns]:
-            roster.clear(columns=True)
-            for name, size in columns:
-                roster.add_column(name, width=size, key=name)
+        self._main_query("#roster", Table).set_columns(columns)
         self._roster_keys = [name for name, _ in columns]
-        feed: DataTable[Any] = self._main_query("#feed", DataTable)
         agent_w, event_w = (14, 13) if compact else (20, 18)
         self._compact = compact
-        feed_width = width if stacked else width - self._roster_width()
-        # 2 for the pane's border, 2 of padding per column, 2 for the scrollbar
-        text_w = max(20, feed_width - 2 - 8 - agent_w - event_w - 4 * 2 - 2)
-        feed.clear(columns=True)
-        for name, size in (("time", 8), ("agent", agent_w), ("event", event_w), ("text", text_w)):
-            feed.add_column(name, width=size, key=name)
+        self._main_query("#feed", Table).set_columns(
+            [("time", 8), ("agent", agent_w), ("event", event_w), ("text", None)]
+        )
         self._dirty = True
         self.repaint()
 
@@ -303,7 +312,8 @@ class AgentwatchApp(App[None]):
         return self._palette
 
     def _paint_status(self) -> None:
-        bus = Text("● " if self.bus_ok else "○ ", style="green" if self.bus_ok else "bold red")
+        pal = self.palette
+        bus = Text("● " if self.bus_ok else "○ ", style=pal.good if self.bus_ok else pal.error)
         bus.append(self.bus_text)
         extra = []
         if self.paused:
@@ -312,61 +322,70 @@ class AgentwatchApp(App[None]):
             extra.append("follow off")
         if self._dropped:
             extra.append(f"{self._dropped} events dropped while behind")
+        if self.roster.evicted:
+            extra.append(f"{self.roster.evicted} finished agents forgotten (over {self.roster.max_agents})")
         bus.append(
             f"   {self.store_text}   {len(self.roster)} agents · {self.feed.total} events", style="dim"
         )
         if extra:
-            bus.append("   " + " · ".join(extra), style="bold yellow")
+            bus.append("   " + " · ".join(extra), style=f"bold {pal.status['running']}")
         self._main_query("#status", Static).update(bus)
 
     def _paint_roster(self) -> None:
-        table = self._main_query("#roster", DataTable)
+        """Hand the ordered roster to the table: it formats only the rows on screen."""
+        self._roster_rows = self.roster.ordered(self.sort)
+        self._main_query("#roster", Table).set_rows(self._roster_rows, self._roster_cells)
+
+    def _roster_cells(self, row: tuple[int, Agent]) -> list[Cell]:
+        depth, agent = row
         pal = self.palette
         now = self.clock()
-        rows = self.roster.ordered(self.sort)
-        cursor = table.cursor_row
-        table.clear()
-        self._roster_names = []
-        keys = self._roster_keys
-        for depth, agent in rows:
-            cells = {
-                "agent": "  " * depth + ("└ " if depth else "") + agent.name,
-                "team": agent.team,
-                "state": Text(agent.state, style=pal.state.get(agent.state, "")),
-                "tool": agent.tool,
-                "for": age(agent.tool_running_for(now)),
-                "seen": age(now - agent.last_seen if agent.last_seen else None),
-                "calls": str(agent.tool_calls),
-                "err": Text(str(agent.errors), style=pal.error if agent.errors else ""),
-                "msg": str(agent.messages),
-                "activity": sparkline(list(agent.activity)[-12:]),
-            }
-            table.add_row(*(cells[key] for key in keys))
-            self._roster_names.append(agent.name)
-        if rows:
-            table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+        cells: dict[str, Cell] = {
+            "agent": "  " * depth + ("└ " if depth else "") + agent.name,
+            "team": agent.team,
+            "state": Text(agent.state, style=pal.state.get(agent.state, "")),
+            "tool": agent.tool,
+            "for": age(agent.tool_running_for(now)),
+            "seen": age(now - agent.last_seen if agent.last_seen else None),
+            "calls": str(agent.tool_calls),
+            "err": Text(str(agent.errors), style=pal.error if agent.errors else ""),
+            "msg": str(agent.messages),
+            "activity": sparkline(list(agent.activity)[-12:]),
+        }
+        return [cells[key] for key in self._roster_keys]
 
     def _paint_feed(self) -> None:
-        table = self._main_query("#feed", DataTable)
-        kinds = self.palette.kind
-        lines = self.feed.lines(self.filter, last=FEED_ROWS)
-        cursor = table.cursor_row
-        table.clear()
-        self._feed_ids = []
-        for line in lines:
-            style = kinds.get(line.kind, "")
-            # A SendMessage delivery shares its tool event's name: say what it is.
-            label = "message" if line.kind == "message" else line.event
-            if self._compact:
-                label = SHORT_EVENTS.get(label, label)
-            table.add_row(clock(line.at), line.agent, Text(label, style=style), line.text)
-            self._feed_ids.append(str(line.envelope.get("id", "")))
-        if lines:
-            if self.follow:
-                table.move_cursor(row=len(lines) - 1, animate=False)
-                self.call_after_refresh(table.scroll_end, animate=False)
-            else:
-                table.move_cursor(row=min(cursor, len(lines) - 1), animate=False)
+        """The whole (filtered) feed goes to the table by reference; following keeps the newest
+        line selected, otherwise the selected line stays selected as others come and go."""
+        table = self._main_query("#feed", Table)
+        previous = self._feed_lines
+        lines = self.feed.lines(self.filter)
+        self._feed_lines = lines
+        if self._painted_theme != self.theme:
+            self._painted_theme = self.theme
+            table.forget_lines()
+        if self.follow or not previous or not 0 <= table.cursor_row < len(previous):
+            table.set_rows(lines, self._feed_cells, follow=self.follow, stable=True)
+            return
+        selected = previous[table.cursor_row]
+        table.set_rows(lines, self._feed_cells, stable=True)
+        start = max(0, table.cursor_row - (len(previous) - len(lines)) - self.feed.maxlen)
+        for index in range(min(table.cursor_row, len(lines) - 1), start - 1, -1):
+            if lines[index] is selected:
+                table.move_cursor(index, scroll=False)
+                break
+
+    def _feed_cells(self, line: FeedLine) -> list[Cell]:
+        # A SendMessage delivery shares its tool event's name: say what it is.
+        label = "message" if line.kind == "message" else line.event
+        if self._compact:
+            label = SHORT_EVENTS.get(label, label)
+        return [
+            clock(line.at),
+            line.agent,
+            Text(label, style=self.palette.kind.get(line.kind, "")),
+            line.text,
+        ]
 
     # -- interaction -------------------------------------------------------------------------
 
@@ -386,13 +405,13 @@ class AgentwatchApp(App[None]):
         self._dirty = True
         self.repaint()
 
-    @on(DataTable.RowSelected, "#feed")
-    def open_event(self, event: DataTable.RowSelected) -> None:
+    @on(Table.RowSelected, "#feed")
+    def open_event(self, event: Table.RowSelected) -> None:
         index = event.cursor_row
-        lines = self.feed.lines(self.filter, last=FEED_ROWS)
+        lines = self._feed_lines
         if not 0 <= index < len(lines):
             return
-        self.open_envelope(dict(lines[index].envelope))
+        self.open_envelope(lines[index].full())
 
     def open_envelope(self, envelope: dict[str, Any]) -> None:
         """The event in full; an event from history has its payload fetched first."""
@@ -414,11 +433,11 @@ class AgentwatchApp(App[None]):
             envelope["data"] = f"(payload not loaded: {exc})"
         self.call_from_thread(self.push_screen, EventScreen(envelope))
 
-    @on(DataTable.RowSelected, "#roster")
-    def open_agent(self, event: DataTable.RowSelected) -> None:
+    @on(Table.RowSelected, "#roster")
+    def open_agent(self, event: Table.RowSelected) -> None:
         index = event.cursor_row
-        if 0 <= index < len(self._roster_names):
-            self.show_agent(self._roster_names[index])
+        if 0 <= index < len(self._roster_rows):
+            self.show_agent(self._roster_rows[index][1].name)
 
     def _main_query(self, selector: str, kind: type[W]) -> W:
         """A widget of the live view, whichever screen is on top."""
@@ -426,14 +445,12 @@ class AgentwatchApp(App[None]):
 
     def selected_agent(self) -> str | None:
         """The agent under the roster's cursor, else the agent of the feed line under its cursor."""
-        roster: DataTable[Any] = self._main_query("#roster", DataTable)
-        feed: DataTable[Any] = self._main_query("#feed", DataTable)
-        if feed.has_focus and 0 <= feed.cursor_row < len(self._feed_ids):
-            lines = self.feed.lines(self.filter, last=FEED_ROWS)
-            if feed.cursor_row < len(lines):
-                return lines[feed.cursor_row].agent
-        if 0 <= roster.cursor_row < len(self._roster_names):
-            return self._roster_names[roster.cursor_row]
+        roster = self._main_query("#roster", Table)
+        feed = self._main_query("#feed", Table)
+        if feed.has_focus and 0 <= feed.cursor_row < len(self._feed_lines):
+            return self._feed_lines[feed.cursor_row].agent
+        if 0 <= roster.cursor_row < len(self._roster_rows):
+            return self._roster_rows[roster.cursor_row][1].name
         return None
 
     def show_agent(self, name: str) -> None:

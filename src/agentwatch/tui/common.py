@@ -89,7 +89,8 @@ def refill(table: DataTable[Any], rows: list[tuple[Any, ...]]) -> None:
     cursor = table.cursor_row
     table.clear()
     for row in rows:
-        table.add_row(*row)
+        # Cell text is the agents' own text: never read as markup ("[/]" would fail, "[b]" vanish).
+        table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
     if rows:
         table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
 

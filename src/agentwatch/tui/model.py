@@ -6,12 +6,15 @@ snapshots out. Every buffer is bounded, so a flood costs memory once, not per ev
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 # Agent states, in the order a person scans for trouble first.
 FAILED, WAITING, WORKING, THINKING, IDLE, STOPPED = (
@@ -26,13 +29,28 @@ STATE_ORDER = {FAILED: 0, WAITING: 1, WORKING: 2, THINKING: 3, IDLE: 4, STOPPED:
 SPARK_BUCKETS = 30
 SPARK_SECONDS = 10.0
 FEED_MAX = 5000
-# Per agent, for its detail view: the newest events (tool calls, prompts and errors come from them).
-TIMELINE_MAX = 500
+# Per agent, for its detail view: the newest events (tool calls, prompts and errors come from them),
+# headlines only (the payload of an older event is fetched from the store when opened).
+TIMELINE_MAX = 200
+# Agents kept at most: a long run spawns subagent after subagent. The longest-finished go first.
+ROSTER_MAX = 300
+_HEADLINE_KEYS = ("id", "timestamp", "event", "kind", "agent", "team", "peer", "session_id", "tool_name",
+                  "tool_use_id", "text", "redacted", "truncated")  # fmt: skip
 EDGES_MAX = 2000
 TASKS_MAX = 2000
 _ERROR_EVENTS = frozenset({"PostToolUseFailure", "StopFailure"})
 ERROR_KINDS = frozenset({"tool_error", "failure", "permission_denied"})
 CONVERSATION_KINDS = frozenset({"prompt", "response", "failure"})
+
+
+def _headline(env: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline fields, as plain values (a dict of those is not tracked by the collector)."""
+    out: dict[str, Any] = {}
+    for key in _HEADLINE_KEYS:
+        value = env.get(key)
+        if value is not None:
+            out[key] = value if isinstance(value, str | int | float | bool) else str(value)
+    return out
 
 
 def envelope_time(env: Mapping[str, Any]) -> float:
@@ -55,9 +73,15 @@ class FeedLine:
     tool: str
     text: str
     envelope: Mapping[str, Any]
+    # The envelope's JSON as it came off the bus: `envelope` is then only its headline.
+    raw: bytes | None = None
 
     @classmethod
-    def of(cls, env: Mapping[str, Any]) -> FeedLine:
+    def of(cls, env: Mapping[str, Any], raw: bytes | None = None) -> FeedLine:
+        """A line for `env`; given the `raw` JSON it was decoded from, the line keeps the raw bytes
+        and a headline of plain values instead of the decoded payload. Neither is tracked by the
+        garbage collector, which otherwise walks every payload object the feed holds: at 2,000
+        events/s its full collections were the dashboard's longest pauses."""
         return cls(
             at=envelope_time(env),
             agent=str(env.get("agent", "")),
@@ -65,8 +89,23 @@ class FeedLine:
             kind=str(env.get("kind", "")),
             tool=str(env.get("tool_name", "")),
             text=str(env.get("text", "")),
-            envelope=env,
+            envelope=_headline(env) if raw is not None else env,
+            raw=raw,
         )
+
+    def headline(self) -> FeedLine:
+        """The same line without the payload: what a long-lived per-agent buffer keeps."""
+        slim = self.envelope if self.raw is not None else _headline(self.envelope)
+        return FeedLine(self.at, self.agent, self.event, self.kind, self.tool, self.text, slim)
+
+    def full(self) -> dict[str, Any]:
+        """The whole envelope, payload included when this line has it."""
+        if self.raw is not None:
+            with contextlib.suppress(ValueError):
+                env = orjson.loads(self.raw)
+                if isinstance(env, dict):
+                    return env
+        return dict(self.envelope)
 
     @property
     def tool_use_id(self) -> str:
@@ -148,11 +187,20 @@ def _next_state(agent: Agent, env: Mapping[str, Any], at: float) -> None:
 class Roster:
     """Every agent seen, kept current from envelopes (the history first, then live)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_agents: int = ROSTER_MAX) -> None:
         self._agents: dict[str, Agent] = {}
+        self.max_agents = max_agents
+        self.evicted = 0
 
     def __len__(self) -> int:
         return len(self._agents)
+
+    def _make_room(self) -> None:
+        """Forget the agent that finished longest ago (or, if none has, the longest silent)."""
+        done = [a for a in self._agents.values() if a.state in (IDLE, STOPPED, FAILED)]
+        victim = min(done or self._agents.values(), key=lambda a: a.last_seen)
+        del self._agents[victim.name]
+        self.evicted += 1
 
     def get(self, name: str) -> Agent | None:
         return self._agents.get(name)
@@ -161,9 +209,11 @@ class Roster:
         name = env.get("agent")
         if not isinstance(name, str) or not name:
             return None
-        at = envelope_time(env)
+        at = line.at if line is not None else envelope_time(env)
         agent = self._agents.get(name)
         if agent is None:
+            if len(self._agents) >= self.max_agents:
+                self._make_room()
             agent = self._agents[name] = Agent(name=name)
         for attr, key in (("team", "team"), ("parent", "parent_agent"), ("agent_type", "agent_type"),
                           ("session_id", "session_id"), ("host", "host")):  # fmt: skip
@@ -173,7 +223,7 @@ class Roster:
         agent.events += 1
         agent.last_seen = max(agent.last_seen, at)
         agent.count_activity(at)
-        agent.timeline.append(line if line is not None else FeedLine.of(env))
+        agent.timeline.append((line if line is not None else FeedLine.of(env)).headline())
         if env.get("event") == "TeammateIdle":
             agent.teammate = True
         if env.get("kind") == "message":
@@ -254,6 +304,7 @@ class Feed:
     """The most recent events, newest last, at most `maxlen` of them."""
 
     def __init__(self, maxlen: int = FEED_MAX) -> None:
+        self.maxlen = maxlen
         self._lines: deque[FeedLine] = deque(maxlen=maxlen)
         self.total = 0
 

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 Envelope = dict[str, Any]
-Deliver = Callable[[Envelope], None]
+# An envelope, or its JSON as it came off the bus (decoded by the app when it applies it).
+Deliver = Callable[[Envelope | bytes], None]
 Status = Callable[[bool, str], None]
 
 
@@ -33,58 +34,79 @@ class HistorySource(Protocol):
 
 
 class NatsLiveSource:
-    """A FastStream core subscriber on genie.>, running in the dashboard's own event loop."""
+    """A core NATS subscription on genie.>, in the dashboard's own event loop (nats-py).
 
-    def __init__(self, url: str, retry_seconds: float = 2.0) -> None:
+    The callback only hands the bytes over: the app buffers, decodes and applies them on its
+    repaint timer.
+    A subscription that falls too far behind drops messages at nats-py's pending limits (said on
+    the status line) rather than growing without bound.
+    """
+
+    def __init__(
+        self, url: str, retry_seconds: float = 2.0, pending_msgs: int = 20_000, pending_bytes: int = 64 << 20
+    ) -> None:
         self.url = url
         self.retry_seconds = retry_seconds
+        self.pending_msgs = pending_msgs
+        self.pending_bytes = pending_bytes
+        self.dropped = 0
 
     async def run(self, deliver: Deliver, status: Status) -> None:
-        import orjson
-        from faststream.nats import NatsBroker
-        from faststream.nats.annotations import NatsMessage
+        import nats
+        from nats.aio.msg import Msg
+        from nats.errors import SlowConsumerError
 
         from agentwatch.contract import ALL_SUBJECTS
+
+        servers = [u.strip() for u in self.url.split(",") if u.strip()]
+
+        def here() -> str:
+            return f"bus {self.url}" + (
+                f" ({self.dropped} events dropped: too far behind)" if self.dropped else ""
+            )
 
         async def disconnected() -> None:
             status(False, f"bus away at {self.url}; reconnecting")
 
         async def reconnected() -> None:
-            status(True, f"bus {self.url}")
+            status(True, here())
+
+        async def error(exc: Exception) -> None:
+            if isinstance(exc, SlowConsumerError):
+                self.dropped += 1
+                status(True, here())
+
+        async def on_message(msg: Msg) -> None:
+            deliver(msg.data)  # decoded on the app's repaint timer, in a batch
 
         while True:
-            broker = NatsBroker(
-                [u.strip() for u in self.url.split(",") if u.strip()],
-                name="agentwatch-dashboard",
-                max_reconnect_attempts=-1,
-                reconnect_time_wait=1,
-                connect_timeout=2,
-                disconnected_cb=disconnected,
-                reconnected_cb=reconnected,
-                logger=None,
-            )
-
-            @broker.subscriber(ALL_SUBJECTS, pending_msgs_limit=200_000)
-            async def on_envelope(msg: NatsMessage) -> None:
-                try:
-                    env = orjson.loads(msg.body)
-                except orjson.JSONDecodeError:
-                    return
-                if isinstance(env, dict):
-                    deliver(env)
-
             try:
-                await broker.start()
+                nc = await nats.connect(
+                    servers,
+                    name="agentwatch-dashboard",
+                    max_reconnect_attempts=-1,
+                    reconnect_time_wait=1,
+                    connect_timeout=2,
+                    allow_reconnect=True,
+                    disconnected_cb=disconnected,
+                    reconnected_cb=reconnected,
+                    error_cb=error,
+                )
             except Exception as exc:
                 status(False, f"bus unreachable at {self.url} ({type(exc).__name__}); retrying")
-                await _close_quietly(broker.stop())
                 await asyncio.sleep(self.retry_seconds)
                 continue
-            status(True, f"bus {self.url}")
             try:
+                await nc.subscribe(
+                    ALL_SUBJECTS,
+                    cb=on_message,
+                    pending_msgs_limit=self.pending_msgs,
+                    pending_bytes_limit=self.pending_bytes,
+                )
+                status(True, here())
                 await asyncio.Event().wait()
             finally:
-                await _close_quietly(broker.stop())
+                await _close_quietly(nc.close())
 
 
 async def _close_quietly(closing: Awaitable[Any]) -> None:

@@ -557,7 +557,7 @@ class ToolsScreen(Screen[None]):
                 "unpaired": _right(str(unpaired), colors["warning"] if unpaired else None),
                 "last error": shorten(_one_line(row.get("last_error")), error_width),
             }
-            table.add_row(*(cells[str(key.value)] for key in table.columns))
+            table.add_row(*(_plain(cells[str(key.value)]) for key in table.columns))
         if self.tool_rows:
             table.move_cursor(row=min(cursor, len(self.tool_rows) - 1), animate=False)
         pane = self.query_one("#tools-stats-pane", Vertical)
@@ -594,7 +594,7 @@ class ToolsScreen(Screen[None]):
                 "outcome": Text(outcome, style=outcome_style.get(outcome, Style())),
                 "end reason": str(row.get("end_reason") or ""),
             }
-            table.add_row(*(cells[str(key.value)] for key in table.columns))
+            table.add_row(*(_plain(cells[str(key.value)]) for key in table.columns))
         if self.session_rows:
             table.move_cursor(row=min(cursor, len(self.session_rows) - 1), animate=False)
         pane = self.query_one("#tools-sessions-pane", Vertical)
@@ -639,3 +639,8 @@ class ToolsScreen(Screen[None]):
 
 def _right(text: str, style: Style | None = None) -> Text:
     return Text(text, style=style or Style(), justify="right")
+
+
+def _plain(cell: Any) -> Any:
+    """Text from the store (tool names, errors, agents) is shown as is, never read as markup."""
+    return Text(cell) if isinstance(cell, str) else cell

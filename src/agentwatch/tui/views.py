@@ -243,7 +243,7 @@ class AgentScreen(TablesScreen):
     def open_line(self, event: DataTable.RowSelected) -> None:
         recent = self._lines[-DETAIL_ROWS:][::-1]
         if 0 <= event.cursor_row < len(recent):
-            self.dash.open_envelope(dict(recent[event.cursor_row].envelope))
+            self.dash.open_envelope(recent[event.cursor_row].full())
 
     @on(DataTable.RowSelected, "#agent-subagents")
     def open_subagent(self, event: DataTable.RowSelected) -> None:

@@ -1,0 +1,249 @@
+"""A table that draws its rows from a sequence on demand: only the lines on screen are rendered.
+
+The live roster and feed change several times a second under heavy traffic. Rebuilding a DataTable
+each time costs Textual a measure of every cell, however few rows are visible (hundreds of ms for
+a 400-row feed on a small machine). This table keeps no rows of its own: it holds a reference to a
+sequence and a function that turns one item into cells, and formats only the visible items when
+Textual asks for a line. Column widths are set by the owner, so nothing is ever measured, and cell
+text is never read as markup (an event about `[/]` is shown as it is).
+
+Rows the owner marks as unchanging (feed lines) keep their rendered line from frame to frame, so
+a feed that scrolls by hundreds of events a second renders only the lines new on screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+Cell = str | Text
+Render = Callable[[Any], Sequence[Cell]]
+
+
+def _no_cells(_item: Any) -> Sequence[Cell]:
+    return ()
+
+
+class Table(ScrollView, can_focus=True):
+    """Columns of fixed width (one may fill the rest), a header line, a cursor row."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"table--header", "table--cursor", "table--cursor-blurred"}
+    DEFAULT_CSS = """
+    Table {
+        background: $surface;
+        scrollbar-gutter: stable;
+    }
+    Table > .table--header {
+        text-style: bold;
+        color: $text-accent;
+        background: $panel;
+    }
+    Table > .table--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: $block-cursor-text-style;
+    }
+    Table > .table--cursor-blurred {
+        background: $block-cursor-blurred-background;
+        text-style: $block-cursor-blurred-text-style;
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select", "Open", show=False),
+        Binding("up", "cursor(-1)", show=False),
+        Binding("down", "cursor(1)", show=False),
+        Binding("pageup", "page(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False),
+        Binding("home", "jump(0)", show=False),
+        Binding("end", "jump(-1)", show=False),
+    ]
+
+    class RowSelected(Message):
+        """Enter (or a double click) on a row."""
+
+        def __init__(self, table: Table, cursor_row: int) -> None:
+            super().__init__()
+            self.table = table
+            self.cursor_row = cursor_row
+
+        @property
+        def control(self) -> Table:
+            return self.table
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._columns: list[tuple[str, int | None]] = []
+        self._rows: Sequence[Any] = ()
+        self._to_cells: Render = _no_cells
+        self.cursor_row = 0
+        self._stable = False
+        # id(item) -> (item, line key, strip): the item is kept to tell a reused id from the same row
+        self._lines: LRUCache[int, tuple[Any, tuple[int | bool, ...], Strip]] = LRUCache(1024)
+        self._epoch = 0
+
+    # -- what the owner sets -----------------------------------------------------------------
+
+    def set_columns(self, columns: Sequence[tuple[str, int | None]]) -> None:
+        """(label, width) of each column; a width of None takes whatever the others leave."""
+        self._columns = list(columns)
+        self.forget_lines()
+        self._resize_virtual()
+        self.refresh()
+
+    def forget_lines(self) -> None:
+        """Render every line anew (the owner's colours changed, say)."""
+        self._epoch += 1
+        self._lines.clear()
+
+    @property
+    def column_labels(self) -> list[str]:
+        return [label for label, _ in self._columns]
+
+    def set_rows(
+        self, rows: Sequence[Any], render: Render, *, follow: bool = False, stable: bool = False
+    ) -> None:
+        """Show `rows` (kept by reference, not copied), each turned into cells by `render`.
+
+        `stable`: an item always renders the same, so its line may be kept from frame to frame.
+        """
+        self._rows, self._to_cells, self._stable = rows, render, stable
+        if not stable:
+            self._lines.clear()
+        self._resize_virtual()
+        if follow:
+            self.move_cursor(len(rows) - 1)
+        else:
+            self.move_cursor(self.cursor_row, scroll=False)
+        self.refresh()
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def get_row_at(self, index: int) -> list[Cell]:
+        return list(self._to_cells(self._rows[index]))
+
+    def move_cursor(self, row: int, *, scroll: bool = True) -> None:
+        last = len(self._rows) - 1
+        self.cursor_row = max(0, min(row if row >= 0 else last, last))
+        if scroll:
+            self._scroll_to_cursor()
+        self.refresh()
+
+    # -- geometry ----------------------------------------------------------------------------
+
+    def _widths(self, total: int) -> list[int]:
+        fixed = sum(w for _, w in self._columns if w is not None)
+        padding = 2 * len(self._columns)
+        rest = max(8, total - fixed - padding)
+        return [w if w is not None else rest for _, w in self._columns]
+
+    def _resize_virtual(self) -> None:
+        width = sum(self._widths(self.scrollable_content_region.width)) + 2 * len(self._columns)
+        self.virtual_size = Size(width, len(self._rows) + 1)
+
+    def on_resize(self, _event: events.Resize) -> None:
+        self._resize_virtual()
+        self._scroll_to_cursor()
+
+    def _scroll_to_cursor(self) -> None:
+        visible = max(1, self.scrollable_content_region.height - 1)
+        top = round(self.scroll_y)
+        if self.cursor_row < top:
+            top = self.cursor_row
+        elif self.cursor_row >= top + visible:
+            top = self.cursor_row - visible + 1
+        if top != round(self.scroll_y):
+            self.scroll_to(y=top, animate=False, immediate=True)
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def _line(self, cells: Sequence[Cell], widths: list[int], base: Style) -> Text:
+        line = Text(style=base, no_wrap=True, end="")
+        for cell, width in zip(cells, widths, strict=False):
+            text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
+            if "\n" in text.plain:
+                text = Text(text.plain.replace("\n", " "), style=text.style)
+            text.truncate(width, overflow="ellipsis", pad=True)
+            line.append(" ")
+            line.append_text(text)
+            line.append(" ")
+        return line
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        widths = self._widths(width)
+        scroll_x = round(self.scroll_x)
+        if y == 0:
+            header = self._line(self.column_labels, widths, self.get_component_rich_style("table--header"))
+            return self._strip(header, scroll_x, width)
+        index = round(self.scroll_y) + y - 1
+        base = self.rich_style
+        if index >= len(self._rows):
+            return Strip.blank(width, base)
+        item = self._rows[index]
+        cursor = index == self.cursor_row
+        key = (self._epoch, width, scroll_x, cursor, cursor and self.has_focus)
+        if self._stable:
+            cached = self._lines.get(id(item))
+            if cached is not None and cached[0] is item and cached[1] == key:
+                return cached[2]
+        if cursor:
+            name = "table--cursor" if self.has_focus else "table--cursor-blurred"
+            base = base + self.get_component_rich_style(name)
+        try:
+            cells = self._to_cells(item)
+        except Exception as exc:  # one bad item must not take the screen down
+            blank: list[Cell] = [""] * (len(self._columns) - 1)
+            cells = [*blank, Text(f"(cannot show this row: {type(exc).__name__})")]
+        strip = self._strip(self._line(cells, widths, base), scroll_x, width)
+        if self._stable:
+            self._lines.set(id(item), (item, key, strip))
+        return strip
+
+    def _strip(self, line: Text, scroll_x: int, width: int) -> Strip:
+        strip = Strip(list(line.render(self.app.console)), line.cell_len)
+        if scroll_x == 0 and strip.cell_length == width:
+            return strip
+        style = line.style if isinstance(line.style, Style) else None
+        return strip.crop_extend(scroll_x, scroll_x + width, style)
+
+    # -- input -------------------------------------------------------------------------------
+
+    def action_cursor(self, step: int) -> None:
+        self.move_cursor(self.cursor_row + step)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor(self.cursor_row + direction * max(1, self.scrollable_content_region.height - 2))
+
+    def action_jump(self, row: int) -> None:
+        self.move_cursor(row)
+
+    def action_select(self) -> None:
+        if self._rows:
+            self.post_message(self.RowSelected(self, self.cursor_row))
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y < 1:
+            return
+        row = round(self.scroll_y) + event.y - 1
+        if 0 <= row < len(self._rows):
+            self.move_cursor(row, scroll=False)
+            if event.chain >= 2:
+                self.post_message(self.RowSelected(self, row))
+
+    def on_focus(self, _event: events.Focus) -> None:
+        self.refresh()
+
+    def on_blur(self, _event: events.Blur) -> None:
+        self.refresh()
