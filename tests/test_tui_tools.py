@@ -15,11 +15,11 @@ from textual.widgets import DataTable, Static
 
 from agentwatch.contract import encode_envelope, envelopes_from_stdin
 from agentwatch.store.schema import apply_migrations, insert_batch
+from agentwatch.tui.common import format_duration
 from agentwatch.tui.tools_view import (
     SESSIONS_LIMIT,
     WINDOW_ORDER,
     ToolsScreen,
-    format_duration,
     format_start,
     sessions_sql,
     short_session,

@@ -27,6 +27,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
+from agentwatch.tui.common import format_age, format_duration
 from agentwatch.tui.sources import HistorySource
 
 # Window name -> (what the title says, the ClickHouse interval; None: no bound).
@@ -164,40 +165,6 @@ def sessions_sql(window: str) -> str:
 
 
 # -- formatting ---------------------------------------------------------------------------------
-
-
-def format_duration(ms: float | int | None) -> str:
-    """A duration for people: 850ms, 3.4s, 42s, 2m05s, 1h02m, 3d04h; '-' when unknown."""
-    if ms is None or isinstance(ms, bool):
-        return "-"
-    ms = max(0.0, float(ms))
-    if ms < 1000:
-        return f"{ms:.0f}ms"
-    seconds = ms / 1000
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
-
-
-def format_age(seconds: float | int | None) -> str:
-    """How long ago, compact: 5s, 12m, 3h, 2d."""
-    if seconds is None or isinstance(seconds, bool):
-        return "-"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"
 
 
 def format_rate(pct: float | int | None) -> str:
