@@ -119,7 +119,7 @@ class MeasuredApp(AgentwatchApp):
         self.received = 0
         self.repaint_times: list[tuple[float, int]] = []  # (seconds, events applied)
 
-    def deliver(self, env: dict[str, Any]) -> None:
+    def deliver(self, env: dict[str, Any] | bytes) -> None:
         self.received += 1
         super().deliver(env)
 
