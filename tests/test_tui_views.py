@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from clickhouse_connect.driver.client import Client
+from rich.text import Text
 from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Static, TabbedContent
 
@@ -182,7 +183,7 @@ async def test_dark_and_light_themes_colour_states_from_the_theme() -> None:
 
         def waiting_style() -> object:
             cells = [table.get_row_at(i)[2] for i in range(table.row_count)]
-            return next(c for c in cells if str(c) == "waiting").style
+            return next(c.style for c in cells if isinstance(c, Text) and c.plain == "waiting")
 
         await until(pilot, lambda: waiting_style() == dark)
 
