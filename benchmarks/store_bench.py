@@ -11,7 +11,8 @@ other, each into its own embedded ClickHouse:
 Each is timed from its first delivered message to the moment its durable consumer has nothing
 pending and nothing unacknowledged (the store acks only after the insert). The pair runs
 `--repeat` times, interleaved, each run on a fresh consumer and a fresh ClickHouse; it prints every
-run, then the medians of events/s, of the per-run ratio, and of the store's peak resident memory.
+run, then the medians of events/s, of the per-run ratio, of the store's peak resident memory and
+of the store's CPU time (user + system, all threads) per 100,000 events while draining.
 
     python benchmarks/store_bench.py [--events 200000] [--repeat 3]
 """
@@ -76,13 +77,21 @@ async def publish(url: str, messages: list[tuple[str, str, bytes]]) -> None:
     await nc.close()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds the process has used so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def drain_time(
     url: str, durable: str, total: int, proc: subprocess.Popen[bytes], timeout: float
-) -> float:
-    """Seconds from the first delivery to nothing pending and nothing unacked."""
+) -> tuple[float, float]:
+    """Seconds from the first delivery to nothing pending and nothing unacked, and the consumer
+    process's CPU seconds over the same span."""
     nc = await nats.connect(url)
     js = nc.jetstream()
     start: float | None = None
+    cpu_start = 0.0
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -96,13 +105,14 @@ async def drain_time(
             delivered = int(info.delivered.stream_seq or 0)
             if start is None and delivered > 0:
                 start = time.monotonic()
+                cpu_start = cpu_seconds(proc.pid)
             if (
                 start is not None
                 and info.num_pending == 0
                 and info.num_ack_pending == 0
                 and delivered >= total
             ):
-                return time.monotonic() - start
+                return time.monotonic() - start, cpu_seconds(proc.pid) - cpu_start
             await asyncio.sleep(0.05)
     finally:
         await nc.close()
@@ -128,10 +138,11 @@ def peak_rss_mb(pid: int) -> float:
 
 def run_consumer(
     cmd: list[str], env: dict[str, str], url: str, durable: str, total: int
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
+    """(drain seconds, peak RSS in MB, CPU seconds while draining) of one consumer process."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        seconds = asyncio.run(drain_time(url, durable, total, proc, timeout=600))
+        seconds, cpu = asyncio.run(drain_time(url, durable, total, proc, timeout=600))
         rss = peak_rss_mb(proc.pid)
     finally:
         proc.terminate()
@@ -142,7 +153,7 @@ def run_consumer(
             _, err = proc.communicate()
         if proc.returncode not in (0, -15) and err:
             sys.stderr.write(err.decode(errors="replace")[-2000:])
-    return seconds, rss
+    return seconds, rss, cpu
 
 
 def main() -> None:
@@ -172,27 +183,30 @@ def main() -> None:
                 f"published {n:,} envelopes (avg {avg:.0f} bytes) in {time.monotonic() - t0:.1f}s", flush=True
             )
             base = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
-            runs: list[tuple[float, float, float, float]] = []
-            print(f"{'run':<5}{'agentwatch store':>22}{'naive reference':>22}{'ratio':>8}{'store RSS':>12}")
+            runs: list[tuple[float, float, float, float, float]] = []
+            header = f"{'run':<5}{'agentwatch store':>22}{'naive reference':>22}{'ratio':>8}{'store RSS':>12}"
+            print(f"{header}{'store CPU/100k':>16}")
             for i in range(args.repeat):
                 asyncio.run(drop_consumers(url))
                 ours_env = dict(base, AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=f"{tmp}/ours{i}")
-                ours, ours_rss = run_consumer(
+                ours, ours_rss, ours_cpu = run_consumer(
                     [str(BIN / "agentwatch"), "store"], ours_env, url, "agentwatch-store", n
                 )
                 naive_env = dict(base, NAIVE_NATS_URL=url, NAIVE_CLICKHOUSE_DIR=f"{tmp}/naive{i}")
                 naive_cmd = [sys.executable, str(ROOT / "benchmarks" / "naive_store.py")]
-                naive, _ = run_consumer(naive_cmd, naive_env, url, "naive-store", n)
-                runs.append((n / ours, n / naive, naive / ours, ours_rss))
+                naive, _, _ = run_consumer(naive_cmd, naive_env, url, "naive-store", n)
+                per_100k = ours_cpu / n * 100_000
+                runs.append((n / ours, n / naive, naive / ours, ours_rss, per_100k))
                 line = f"{i + 1:<5}{n / ours:>15,.0f} ev/s{n / naive:>15,.0f} ev/s{naive / ours:>7.2f}x"
-                print(f"{line}{ours_rss:>9.0f} MB", flush=True)
+                print(f"{line}{ours_rss:>9.0f} MB{per_100k:>14.2f} s", flush=True)
         finally:
             server.terminate()
             server.wait()
-    med = [statistics.median(r[k] for r in runs) for k in range(4)]
+    med = [statistics.median(r[k] for r in runs) for k in range(5)]
     print(
         f"median of {len(runs)}: agentwatch store {med[0]:,.0f} events/s, "
-        f"naive reference {med[1]:,.0f} events/s, ratio {med[2]:.2f}x, store peak RSS {med[3]:.0f} MB"
+        f"naive reference {med[1]:,.0f} events/s, ratio {med[2]:.2f}x, store peak RSS {med[3]:.0f} MB, "
+        f"store CPU {med[4]:.2f} s per 100,000 events"
     )
     print("targets: >= 50,000 events/s and >= 4x the naive reference")
 

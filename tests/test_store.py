@@ -406,10 +406,320 @@ async def test_fast_pull_fetch_is_active_on_this_nats_py(nats_server: NatsServer
         assert fastpull._usable(psub), "nats-py internals changed: the fast path would fall back"
         got = await psub.fetch(100, timeout=1)
         assert len(got) == 50
+        from agentwatch.consumers.fastparse import FastParser, PulledMsg
+
+        assert type(nc._ps) is FastParser, "nats-py internals changed: the fast parser is off"
+        assert all(type(m) is PulledMsg for m in got)
+        assert got[0].headers is not None and "Nats-Msg-Id" in got[0].headers
+        assert got[-1].metadata.sequence.stream == 50
         with pytest.raises(nats.errors.TimeoutError):
             await psub.fetch(10, timeout=0.3)
     finally:
         await nc.close()
+
+
+# --- the fast protocol parser (consumers/fastparse.py) -------------------------------------------
+
+FAST_SID, OTHER_SID = 7, 9
+
+
+def _frame(subject: str, sid: int, reply: str, headers: bytes, body: bytes) -> bytes:
+    """One MSG (no header block) or HMSG frame as nats-server writes it."""
+    to = f" {reply}" if reply else ""
+    if not headers:
+        return f"MSG {subject} {sid}{to} {len(body)}\r\n".encode() + body + b"\r\n"
+    line = f"HMSG {subject} {sid}{to} {len(headers)} {len(headers) + len(body)}\r\n".encode()
+    return line + headers + body + b"\r\n"
+
+
+def _ack_subject(seq: int) -> str:
+    return f"$JS.ACK.GENIE.agentwatch-store.1.{seq}.{seq}.1768000000000000000.{100 - seq}"
+
+
+def wire_stream() -> bytes:
+    """What the store's connection reads: pulled deliveries, every status a pull request gets,
+    other subscriptions' messages and the other protocol operations, in one byte stream."""
+    frames = [b'INFO {"server_id":"probe","max_payload":1048576,"headers":true}\r\n', b"+OK\r\n"]
+    for seq, (subject, msg_id, body) in enumerate(envelopes(5), 1):
+        frames.append(
+            _frame(
+                subject,
+                FAST_SID,
+                _ack_subject(seq),
+                f"NATS/1.0\r\nNats-Msg-Id: {msg_id}\r\n\r\n".encode(),
+                body,
+            )
+        )
+    inbox = "_INBOX.probe.1"
+    frames += [
+        b"PING\r\n",
+        _frame(
+            inbox,
+            FAST_SID,
+            "",
+            b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 5\r\nNats-Last-Stream: 9\r\n\r\n",
+            b"",
+        ),
+        _frame("genie.tool.a", FAST_SID, _ack_subject(6), b"", b'{"v":1,"id":"plain"}'),
+        _frame("genie.tool.a", FAST_SID, "", b"", b"no reply subject"),
+        _frame("genie.tool.b", FAST_SID, _ack_subject(7), b"", b""),
+        _frame("genie.tool.c", FAST_SID, _ack_subject(8), b"NATS/1.0\r\n\r\n", b"empty header block"),
+        _frame(
+            "genie.msg.d",
+            FAST_SID,
+            _ack_subject(9),
+            "NATS/1.0\r\nNats-Msg-Id: x9\r\nX-Note:  h\u00e9llo \r\nX-Tab:\tv\r\n".encode()
+            + b"Bad Key: dropped\r\nno colon\r\n: no name\r\nX-Empty:\r\n\r\n",
+            b'{"v":1,"id":"with \\r\\nMSG x 7 3\\r\\n inside","text":"\xc3\xa9"}',
+        ),
+        _frame(
+            "genie.tool.e",
+            FAST_SID,
+            _ack_subject(10),
+            b"NATS/1.0\r\nNats-Msg-Id: x10\r\n\r\n",
+            b"MSG x 7 1\r\n!\r\n",
+        ),
+        _frame("agentwatch.query", OTHER_SID, "_INBOX.reply.1", b"", b"SELECT 1"),
+        _frame("agentwatch.query", OTHER_SID, "_INBOX.reply.2", b"NATS/1.0\r\nA: b\r\n\r\n", b"SELECT 2"),
+        _frame("genie.tool.f", 12345, _ack_subject(11), b"", b"no such subscription"),
+        b"PONG\r\n",
+        _frame(
+            inbox,
+            FAST_SID,
+            "",
+            b"NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 3\r\nNats-Pending-Bytes: 0\r\n\r\n",
+            b"",
+        ),
+        _frame(inbox, FAST_SID, "", b"NATS/1.0 404 No Messages\r\n\r\n", b""),
+        _frame(inbox, FAST_SID, "", b"NATS/1.0 409 Exceeded MaxWaiting\r\n\r\n", b""),
+        b"+OK\r\n",
+        _frame("genie.tool.g", FAST_SID, _ack_subject(12), b"", b"last"),
+    ]
+    return b"".join(frames)
+
+
+class ProbeConnection:
+    """A nats-py client that is never connected: the parser's effects land in its subscriptions'
+    queues and in `calls`."""
+
+    def __init__(
+        self,
+        *,
+        fast: bool,
+        pending_msgs: int = 1000,
+        pending_bytes: int = 10**8,
+        unsubscribed: bool = False,
+        reset_on_error: bool = False,
+    ) -> None:
+        from nats.aio.client import Client as NatsClient
+        from nats.aio.subscription import Subscription
+
+        self.calls: list[Any] = []
+        self.nc = NatsClient()
+        self.fast = Subscription(
+            self.nc,
+            FAST_SID,
+            "_INBOX.probe.*",
+            pending_msgs_limit=pending_msgs,
+            pending_bytes_limit=pending_bytes,
+        )
+        self.other = Subscription(self.nc, OTHER_SID, "agentwatch.query")
+        self.nc._subs = {FAST_SID: self.fast, OTHER_SID: self.other}
+        nc: Any = self.nc
+
+        async def ping() -> None:
+            self.calls.append("ping")
+
+        async def pong() -> None:
+            self.calls.append("pong")
+
+        async def info(info: dict[str, Any], initial_connection: bool = False) -> None:
+            self.calls.append(("info", info))
+
+        async def err(message: str) -> None:
+            self.calls.append(("err", message))
+            nc._ps.reset()  # what nats-py does on a stale connection: the rest is dropped
+
+        async def error_cb(exc: Exception) -> None:
+            self.calls.append(("error", type(exc).__name__))
+            if reset_on_error:  # an error callback that closes the connection
+                nc._ps.reset()
+
+        nc._process_ping, nc._process_pong, nc._process_info = ping, pong, info
+        nc._process_err, nc._error_cb = err, error_cb
+        if fast:
+            from agentwatch.consumers import fastparse
+
+            assert fastparse.enable(self.nc, self.fast)
+        if unsubscribed:
+            del self.nc._subs[FAST_SID]
+
+    async def feed(self, *chunks: bytes) -> None:
+        for chunk in chunks:
+            await self.nc._ps.parse(chunk)
+
+    def outcome(self) -> list[Any]:
+        got: list[Any] = []
+        for sub in (self.fast, self.other):
+            while not sub._pending_queue.empty():
+                m = sub._pending_queue.get_nowait()
+                got.append(
+                    (
+                        m._sid,
+                        m.subject,
+                        m.reply,
+                        m.data,
+                        type(m.data),
+                        m.headers,
+                        m.metadata.sequence.stream if m.reply.startswith("$JS.ACK.") else None,
+                    )
+                )
+            got.append((sub._received, sub._pending_size))
+        stats: dict[str, int] = self.nc.stats
+        return [got, self.calls, stats["in_msgs"], stats["in_bytes"], bytes(self.nc._ps.buf)]
+
+
+async def test_fast_parser_reads_what_nats_py_reads_at_every_split() -> None:
+    from agentwatch.consumers.fastparse import FastParser, PulledMsg
+
+    stream = wire_stream()
+    stock = ProbeConnection(fast=False)
+    await stock.feed(stream)
+    expected = stock.outcome()
+    assert len(expected[0]) == 20 and expected[1][:2] == [
+        ("info", {"server_id": "probe", "max_payload": 1048576, "headers": True}),
+        "ping",
+    ]
+
+    probe = ProbeConnection(fast=True)
+    await probe.feed(*(stream[i : i + 1] for i in range(len(stream))))  # a byte at a time
+    assert probe.outcome() == expected
+    for cut in range(len(stream) + 1):
+        probe = ProbeConnection(fast=True)
+        pulled = []
+        await probe.feed(stream[:cut], stream[cut:])
+        while not probe.fast._pending_queue.empty():
+            pulled.append(probe.fast._pending_queue.get_nowait())
+        for m in pulled:
+            probe.fast._pending_queue.put_nowait(m)
+        assert probe.outcome() == expected, f"split at byte {cut}"
+        # The fast path was taken for deliveries; statuses kept nats-py's own messages.
+        kinds = [type(m) is PulledMsg for m in pulled]
+        assert kinds == [True] * 5 + [False, True, True, True, True, True, True, False, False, False, True]
+        # ... and a parser that switches to the fast one at any point carries on where it was.
+        switched = ProbeConnection(fast=False)
+        await switched.feed(stream[:cut])
+        from agentwatch.consumers import fastparse
+
+        assert fastparse.enable(switched.nc, switched.fast)
+        assert type(switched.nc._ps) is FastParser
+        await switched.feed(stream[cut:])
+        assert switched.outcome() == expected, f"switched at byte {cut}"
+
+
+async def test_fast_parser_headers_are_parsed_on_first_access() -> None:
+    probe = ProbeConnection(fast=True)
+    await probe.feed(wire_stream())
+    pulled = [probe.fast._pending_queue.get_nowait() for _ in range(probe.fast._pending_queue.qsize())]
+    first: Any = pulled[0]
+    assert first._raw_headers is not None and first._parsed_headers is None  # nothing parsed yet
+    assert first.headers == {"Nats-Msg-Id": first.headers["Nats-Msg-Id"]} and first._raw_headers is None
+    first.headers = {"a": "b"}
+    assert first.headers == {"a": "b"}
+    odd = next(m for m in pulled if m.subject == "genie.msg.d")
+    assert odd.headers == {
+        "Nats-Msg-Id": "x9",
+        "X-Note": "h\u00e9llo",
+        "X-Tab": "v",
+        "": "no name",
+        "X-Empty": "",
+    }
+    assert next(m for m in pulled if m.subject == "genie.tool.c").headers is None  # an empty block
+
+
+@pytest.mark.parametrize(
+    ("limits", "stream"),
+    [
+        ({"pending_msgs": 3}, None),  # the queue fills: nats-py reports a slow consumer
+        ({"pending_msgs": 3, "reset_on_error": True}, None),
+        ({"pending_bytes": 3000}, None),
+        ({"unsubscribed": True}, None),  # messages still in flight for a subscription since closed
+        (
+            {},
+            b"PING\r\n"
+            + _frame("s", FAST_SID, "r", b"", b"ok")
+            + b"-ERR 'Stale Connection'\r\n"
+            + _frame("s", FAST_SID, "r", b"", b"dropped"),
+        ),
+    ],
+)
+async def test_fast_parser_limits_and_resets_as_nats_py_does(
+    limits: dict[str, Any], stream: bytes | None
+) -> None:
+    data = wire_stream() if stream is None else stream
+
+    async def outcome(fast: bool, *chunks: bytes) -> list[Any]:
+        probe = ProbeConnection(fast=fast, **limits)
+        try:
+            await probe.feed(*chunks)
+        except Exception as exc:  # the same error, at the same point, with the same effects
+            return [*probe.outcome()[:-1], type(exc).__name__]  # (nats-py then resets the buffer)
+        return probe.outcome()
+
+    whole = await outcome(False, data)
+    if not limits.get("unsubscribed"):
+        assert any(c[0] in ("error", "err") for c in whole[1] if isinstance(c, tuple))
+    assert await outcome(True, data) == whole
+    for cut in range(0, len(data) + 1, 7):
+        chunks = (data[:cut], data[cut:])
+        assert await outcome(True, *chunks) == await outcome(False, *chunks), f"split at byte {cut}"
+
+
+@pytest.mark.parametrize(
+    ("bad", "nats_py_too"),
+    [
+        (b"HMSG genie.x 7 r 10\r\n", True),
+        (b"MSG genie.x seven 3\r\nabc\r\n", True),
+        (b"NOPE\r\n", True),
+        (b"HMSG genie.x 7 r 40 30\r\n" + b"x" * 30 + b"\r\n", False),  # a header block longer than the frame
+        (b"MSG genie.x 7 r -3\r\nabc\r\n", True),
+    ],
+)
+async def test_fast_parser_refuses_malformed_frames(bad: bytes, nats_py_too: bool) -> None:
+    from nats.errors import ProtocolError
+
+    for fast in (True, False) if nats_py_too else (True,):
+        probe = ProbeConnection(fast=fast)
+        with pytest.raises(ProtocolError):
+            await probe.feed(_frame("genie.ok", FAST_SID, "r", b"", b"fine") + bad)
+        assert probe.fast._pending_queue.get_nowait().data == b"fine"
+
+
+async def test_fast_parser_leaves_other_nats_py_internals_alone() -> None:
+    from nats.aio.client import Client as NatsClient
+    from nats.aio.subscription import Subscription
+    from nats.protocol.parser import Parser
+
+    from agentwatch.consumers import fastparse
+
+    nc = NatsClient()
+
+    async def handler(msg: Any) -> None:
+        return None
+
+    with_callback = Subscription(nc, 3, "x", cb=handler)
+    assert not fastparse.enable(nc, with_callback)
+    assert type(nc._ps) is Parser
+    nc._ps = object()  # type: ignore[assignment]  # a parser this module does not know
+    assert not fastparse.enable(nc, Subscription(nc, 4, "y"))
+    probe = ProbeConnection(fast=True)
+    parser: Any = probe.nc._ps
+    del probe.nc._subs[FAST_SID]  # the pull subscription closed, another one made
+    probe.nc._subs[FAST_SID + 1] = newer = Subscription(probe.nc, FAST_SID + 1, "_INBOX.probe.2.*")
+    assert fastparse.enable(probe.nc, newer)
+    assert parser.fast_sids == {FAST_SID + 1: newer}
+    fastparse.disable(probe.nc)
+    assert type(probe.nc._ps) is Parser
 
 
 async def test_messages_jetstream_gives_up_on_are_dead_lettered(nats_server: NatsServer, ch: Client) -> None:

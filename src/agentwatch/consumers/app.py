@@ -6,6 +6,7 @@ This module only wires; each concern lives in its router module (store.py, query
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -77,6 +78,12 @@ def build(
 
     @app.after_startup
     async def started() -> None:
+        # What start-up built (modules, FastStream, pydantic, chDB bindings) stays for the life of
+        # the process: keep it out of the garbage collector's full passes, which otherwise walk
+        # all of it every few hundred thousand allocations (tens of milliseconds each, on the
+        # event loop's thread: about a microsecond per stored event).
+        gc.collect()
+        gc.freeze()
         writer.start()
         if status is not None:
             reporter.append(asyncio.create_task(_report(broker, writer, status)))

@@ -7,8 +7,12 @@ awaits the first message with one timer, then drains what has already arrived wi
 message (about 11 microseconds a message). Same protocol, same semantics: it returns up to `batch`
 messages, fewer when the request expires, and skips the server's status messages.
 
-It relies on nats-py internals (`_sub`, `_pending_queue`, `_nms`, `_deliver`); `install()` checks
-they are there and leaves nats-py alone otherwise (a test asserts the fast path is active).
+The first fetch on a subscription also switches its connection to `fastparse.FastParser` for the
+subscription's inbox (parsing was then the larger half of the store's event-loop time).
+
+It relies on nats-py internals (`_sub`, `_pending_queue`, `_nms`, `_deliver`); `fast_fetch` checks
+they are there and uses nats-py's own fetch otherwise, and `fastparse.enable` checks what it needs
+in the same way (a test asserts both fast paths are active).
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from nats.aio.msg import Msg
 from nats.errors import TimeoutError as FetchTimeout
 from nats.js.client import JetStreamContext
 
+from agentwatch.consumers import fastparse
+
 _ORIGINAL = JetStreamContext.PullSubscription.fetch
 _END_OF_REQUEST = frozenset({"404", "408", "409"})
+_PULLED = fastparse.PulledMsg
 
 
 def _usable(psub: Any) -> bool:
@@ -33,6 +40,7 @@ def _usable(psub: Any) -> bool:
         and hasattr(sub, "_pending_size")
         and isinstance(getattr(psub, "_nms", None), str)
         and isinstance(getattr(psub, "_deliver", None), str)
+        and getattr(psub, "_nc", None) is not None
     )
 
 
@@ -44,6 +52,7 @@ async def fast_fetch(
         return result
     timeout = 5.0 if timeout is None else timeout
     sub = self._sub
+    fastparse.enable(self._nc, sub)
     queue: asyncio.Queue[Msg] = sub._pending_queue
     msgs: list[Msg] = []
     while not queue.empty():  # left over from an earlier request
@@ -70,11 +79,12 @@ async def fast_fetch(
         else:
             msg = queue.get_nowait()
         sub._pending_size -= len(msg.data)
-        status = _status(msg)
-        if status:
-            if status in _END_OF_REQUEST:
-                break
-            continue  # heartbeats and other notices
+        if msg.__class__ is not _PULLED:  # (a PulledMsg is never a status message)
+            status = _status(msg)
+            if status:
+                if status in _END_OF_REQUEST:
+                    break
+                continue  # heartbeats and other notices
         msgs.append(msg)
         need -= 1
     if not msgs:
@@ -83,6 +93,8 @@ async def fast_fetch(
 
 
 def _status(msg: Msg) -> str:
+    if msg.__class__ is fastparse.PulledMsg:
+        return ""  # never a status message (those take nats-py's path); its headers stay unparsed
     headers = msg.headers
     if not headers:
         return ""
@@ -103,11 +115,12 @@ async def ack_all(msgs: list[Msg]) -> None:
     client: Any = msgs[0]._client
     send = getattr(client, "_send_command", None)
     flush = getattr(client, "_flush_pending", None)
-    if send is None or flush is None or any(not m.reply for m in msgs):
+    replies = [m.reply for m in msgs]
+    if send is None or flush is None or not all(replies):
         for msg in msgs:
             await msg.ack()
         return
-    await send(b"".join(b"PUB " + m.reply.encode() + b" 0\r\n\r\n" for m in msgs))
+    await send("".join([f"PUB {reply} 0\r\n\r\n" for reply in replies]).encode())
     await flush()
     for msg in msgs:
         msg._ackd = True
