@@ -109,7 +109,7 @@ async def painted(pilot: Any, app: AgentwatchApp, events: int) -> None:
 
 
 def status_text(app: AgentwatchApp) -> str:
-    return str(app.query_one("#status", Static).render())
+    return str(app.query_one("#status").render())
 
 
 def roster_rows(app: AgentwatchApp) -> list[list[str]]:
@@ -192,7 +192,7 @@ async def test_history_fills_the_roster_and_store_errors_are_said() -> None:
             "Explore-fd10a9f3",
             "reviewer",
         }
-        assert "7 recent events loaded" in str(app.query_one("#status", Static).render())
+        assert "7 recent events loaded" in str(app.query_one("#status").render())
     broken = make_app([], FakeHistory(error=OSError("connection refused")))
     async with broken.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: "store unreachable" in status_text(broken))

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Static
 from textual.worker import WorkerCancelled
 
 from agentwatch.tui.app import AgentwatchApp
@@ -98,7 +97,7 @@ def roster(app: AgentwatchApp) -> dict[str, Row]:
 
 
 def status_line(app: AgentwatchApp) -> str:
-    return str(app.query_one("#status", Static).render())
+    return str(app.query_one("#status").render())
 
 
 async def until(pilot: Pilot[None], what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:

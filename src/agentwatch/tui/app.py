@@ -24,9 +24,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
-from agentwatch.tui.common import EventScreen, Palette, age, clock
+from agentwatch.tui.common import EventScreen, KeyBar, Line, Palette, age, clock
 from agentwatch.tui.model import Agent, Feed, FeedFilter, FeedLine, Roster, Team, sparkline
 from agentwatch.tui.sources import (
     HistorySource,
@@ -156,14 +156,14 @@ class AgentwatchApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="status")
+        yield Line(id="status")
         with Horizontal(id="main"):
             with Vertical(id="roster-pane"):
                 yield Table(id="roster")
             with Vertical(id="feed-pane"):
                 yield Input(placeholder="filter: agent:NAME tool:NAME event:KIND or text", id="filter")
                 yield Table(id="feed")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self._main = self.screen
@@ -329,7 +329,7 @@ class AgentwatchApp(App[None]):
         )
         if extra:
             bus.append("   " + " · ".join(extra), style=f"bold {pal.status['running']}")
-        self._main_query("#status", Static).update(bus)
+        self._main_query("#status", Line).show(bus)
 
     def _paint_roster(self) -> None:
         """Hand the ordered roster to the table: it formats only the rows on screen."""

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -64,8 +64,9 @@ def envelope_time(env: Mapping[str, Any]) -> float:
     return time.time()
 
 
-@dataclass(frozen=True)
-class FeedLine:
+class FeedLine(NamedTuple):
+    """One event as the feed and the timelines show it (a tuple: cheap to make, small to hold)."""
+
     at: float
     agent: str
     event: str

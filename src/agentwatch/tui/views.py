@@ -49,6 +49,13 @@ class TablesScreen(Screen[None]):
         super().__init__()
         self._tables: dict[str, DataTable[Any]] = {}
         self._head = Static(id=head_id)
+        self._head_text = Text()
+
+    def _show_head(self, text: Text) -> None:
+        # Static.update lays the whole screen out again: only when the text really changed.
+        if text != self._head_text:
+            self._head_text = text
+            self._head.update(text)
 
     def _table(self, table_id: str, *columns: str) -> DataTable[Any]:
         table: DataTable[Any] = DataTable(id=table_id, cursor_type="row")
@@ -237,7 +244,7 @@ class AgentScreen(TablesScreen):
             head.append("   " + " · ".join(f for f in facts if f), style="dim")
         if self.history_note:
             head.append(f"   {self.history_note}", style=pal.error)
-        self._head.update(head)
+        self._show_head(head)
 
     @on(DataTable.RowSelected, "#agent-timeline")
     def open_line(self, event: DataTable.RowSelected) -> None:
@@ -292,7 +299,7 @@ class TeamScreen(TablesScreen):
         tasks = self.dash.team.tasks()
         idle = idle_teammates(self.dash.roster)
         open_tasks = sum(1 for t in tasks if not t.done)
-        self._head.update(
+        self._show_head(
             Text(
                 f"team  {len(self.dash.roster)} agents · {sum(e.count for e in edges)} messages on "
                 f"{len(edges)} edges · {len(tasks)} tasks ({open_tasks} open) · {len(idle)} idle",
