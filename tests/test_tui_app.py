@@ -249,3 +249,17 @@ async def test_raw_bus_bytes_are_decoded_and_bad_ones_skipped() -> None:
         await until(pilot, lambda: isinstance(app.screen, EventScreen))
         shown = " ".join(str(s.render()) for s in app.screen.query(Static))
         assert "[REDACTED:anthropic_key]" in shown and '"tool_input"' in shown, "the payload, from the bytes"
+
+
+async def test_full_garbage_collections_run_on_the_apps_timer() -> None:
+    import gc
+
+    app = make_app(team_traffic())
+    app.full_collection_seconds = 0.1
+    before = gc.get_stats()[2]["collections"]
+    threshold = gc.get_threshold()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: gc.get_stats()[2]["collections"] >= before + 3)
+        assert gc.get_threshold()[2] > threshold[2], "Python's own full collections are held off"
+        assert app.is_running
+    assert gc.get_threshold() == threshold and gc.get_freeze_count() == 0, "restored on exit"

@@ -42,6 +42,9 @@ W = TypeVar("W", bound=Widget)
 __all__ = ["AgentwatchApp", "EventScreen", "HelpScreen", "run"]
 
 PENDING_MAX = 20_000
+# Full garbage collections: on a timer, not when Python's counts say (see on_mount).
+FULL_COLLECTION_SECONDS = 20.0
+FULL_COLLECTION_NEVER = 1_000_000
 # Seconds live events wait for the history before they are shown anyway.
 HISTORY_PATIENCE = 5.0
 REPAINT_SECONDS = 0.25
@@ -121,6 +124,8 @@ class AgentwatchApp(App[None]):
         theme: str | None = None,
     ) -> None:
         super().__init__()
+        self.full_collection_seconds = FULL_COLLECTION_SECONDS
+        self._gc_threshold: tuple[int, int, int] | None = None
         if theme:
             self.theme = theme
         self.clock = clock
@@ -177,8 +182,24 @@ class AgentwatchApp(App[None]):
             self.set_timer(HISTORY_PATIENCE, self._stop_waiting_for_history)
         self.repaint()
         # Everything built so far (Textual's widgets, styles, the app) lives as long as the app:
-        # out of the collector's way, its full collections stay short under heavy traffic.
+        # out of the collector's way. Full collections walk every object Textual's render caches
+        # hold (50-100 ms on a small machine): under 2,000 events/s Python ran one every few
+        # seconds, the longest pauses a key press met. They now run on a timer, every
+        # FULL_COLLECTION_SECONDS; young collections, which free short-lived garbage, are as they were.
         gc.freeze()
+        self._gc_threshold = gc.get_threshold()
+        young, middle, _ = self._gc_threshold
+        gc.set_threshold(young, middle, FULL_COLLECTION_NEVER)
+        self.set_interval(self.full_collection_seconds, self._collect_garbage)
+
+    def _collect_garbage(self) -> None:
+        gc.collect()
+
+    def on_unmount(self) -> None:
+        """Python's own collector settings back, for whatever runs in this process next."""
+        if self._gc_threshold is not None:
+            gc.set_threshold(*self._gc_threshold)
+            gc.unfreeze()
 
     # -- data in -----------------------------------------------------------------------------
 
