@@ -263,3 +263,14 @@ async def test_full_garbage_collections_run_on_the_apps_timer() -> None:
         assert gc.get_threshold()[2] > threshold[2], "Python's own full collections are held off"
         assert app.is_running
     assert gc.get_threshold() == threshold and gc.get_freeze_count() == 0, "restored on exit"
+
+
+async def test_an_agent_filter_narrows_the_roster_too() -> None:
+    app = make_app(team_traffic())
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, 7)
+        app.query_one("#filter").value = "agent:reviewer"  # type: ignore[attr-defined]
+        await until(pilot, lambda: [r[0].strip(" └") for r in roster_rows(app)] == ["reviewer"])
+        assert {r[1] for r in feed_rows(app)} == {"reviewer"}
+        app.query_one("#filter").value = ""  # type: ignore[attr-defined]
+        await until(pilot, lambda: len(roster_rows(app)) == 3)

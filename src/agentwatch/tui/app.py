@@ -86,7 +86,8 @@ class HelpScreen(ModalScreen[None]):
             "  a       the selected agent in detail: timeline, tool calls, prompts, errors",
             "  t       the team: who messaged whom, tasks, idle teammates",
             "  h       tools and history: durations and failure rates, sessions (from SQL)",
-            "  /       filter the feed (agent:NAME, tool:NAME, event:KIND, or free text)",
+            "  /       filter the feed (agent:NAME, tool:NAME, event:KIND, or free text);",
+            "          agent:NAME narrows the roster too",
             "  f       follow the newest event on/off     p  pause/resume the feed",
             "  s       cycle the roster's sort            tab  move between panes",
             "  d       dark / light theme                 ctrl+p  command palette",
@@ -354,7 +355,8 @@ class AgentwatchApp(App[None]):
 
     def _paint_roster(self) -> None:
         """Hand the ordered roster to the table: it formats only the rows on screen."""
-        self._roster_rows = self.roster.ordered(self.sort)
+        # `agent:NAME` in the filter narrows the roster too (by name or team, as a substring).
+        self._roster_rows = self.roster.ordered(self.sort, text=self.filter.agent)
         self._main_query("#roster", Table).set_rows(self._roster_rows, self._roster_cells)
 
     def _roster_cells(self, row: tuple[int, Agent]) -> list[Cell]:
