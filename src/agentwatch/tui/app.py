@@ -156,7 +156,6 @@ class AgentwatchApp(App[None]):
         self._main: Screen[Any] | None = None
         self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
         self._compact = False
-        self._painted_theme = ""
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -173,6 +172,7 @@ class AgentwatchApp(App[None]):
 
     def on_mount(self) -> None:
         self._main = self.screen
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.query_one("#roster-pane").border_title = "agents"
         self.query_one("#feed-pane").border_title = "events"
         self._fit_layout()
@@ -192,6 +192,11 @@ class AgentwatchApp(App[None]):
         young, middle, _ = self._gc_threshold
         gc.set_threshold(young, middle, FULL_COLLECTION_NEVER)
         self.set_interval(self.full_collection_seconds, self._collect_garbage)
+
+    def _theme_changed(self, _theme: Any) -> None:
+        """New colours: the feed's kept lines are drawn again, and everything is repainted."""
+        self._main_query("#feed", Table).forget_lines()
+        self._dirty = True
 
     def _collect_garbage(self) -> None:
         gc.collect()
@@ -278,8 +283,6 @@ class AgentwatchApp(App[None]):
             drained += 1
         if self._history_ids and not self._pending:
             self._history_ids.clear()
-        if self._palette_theme != self.theme:
-            self._dirty = True
         if not self._main_visible():
             self._dirty = self._dirty or drained > 0  # painted when the live view is back
             return
@@ -384,9 +387,6 @@ class AgentwatchApp(App[None]):
         previous = self._feed_lines
         lines = self.feed.lines(self.filter)
         self._feed_lines = lines
-        if self._painted_theme != self.theme:
-            self._painted_theme = self.theme
-            table.forget_lines()
         if self.follow or not previous or not 0 <= table.cursor_row < len(previous):
             table.set_rows(lines, self._feed_cells, follow=self.follow, stable=True)
             return

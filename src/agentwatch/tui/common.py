@@ -80,6 +80,8 @@ class Palette:
         ok, warn = var("text-success", "green"), var("text-warning", "yellow")
         err, primary = var("text-error", "red"), var("text-primary", "cyan")
         secondary = var("text-secondary", "magenta")
+        # The plain colours, for views that set their own emphasis.
+        self.text = {"success": ok, "warning": warn, "error": err}
         self.state = {
             WORKING: f"bold {ok}",
             THINKING: primary,

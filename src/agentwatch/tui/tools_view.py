@@ -20,14 +20,13 @@ from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.color import Color, ColorParseError
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from agentwatch.tui.common import format_age, format_duration
+from agentwatch.tui.common import Palette, format_age, format_duration
 from agentwatch.tui.sources import HistorySource
 
 # Window name -> (what the title says, the ClickHouse interval; None: no bound).
@@ -482,16 +481,9 @@ class ToolsScreen(Screen[None]):
 
     def _colors(self) -> dict[str, Style]:
         """Rich styles from the current theme's error/warning/success text colours."""
-        variables = self.app.get_css_variables()
-        out: dict[str, Style] = {}
-        for name in ("error", "warning", "success"):
-            try:
-                color = Color.parse(variables.get(f"text-{name}", ""))
-            except ColorParseError:
-                out[name] = Style()
-                continue
-            out[name] = Style(color=color.rich_color)
-        return out
+        return {
+            name: Style.parse(color) for name, color in Palette(self.app.get_css_variables()).text.items()
+        }
 
     def _widths(self) -> tuple[int, int]:
         """Cells for the tool name and the last error: what the numbers leave, within reason."""
