@@ -43,7 +43,7 @@ def make_stream(url: str) -> None:
     import nats
 
     sys.path.insert(0, str(ROOT / "src"))
-    from agentwatch.consumers.bus import ensure_stream
+    from agentwatch.bus.streams import ensure_stream
 
     async def create() -> None:
         nc = await nats.connect(url)

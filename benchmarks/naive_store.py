@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from agentwatch.store.schema import apply_migrations
+from agentwatch.store.migrations import apply_migrations
 
 
 class Envelope(BaseModel):

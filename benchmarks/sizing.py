@@ -40,7 +40,8 @@ BATCH = 20_000
 def clickhouse_sizes(messages: list[tuple[str, str, bytes]], workdir: str) -> None:
     import clickhouse_connect
 
-    from agentwatch.store.schema import apply_migrations, insert_batch
+    from agentwatch.store.migrations import apply_migrations
+    from agentwatch.store.writes import insert_batch
 
     client = clickhouse_connect.get_client(dsn=f"chdb://{workdir}/clickhouse")
     apply_migrations(client)
@@ -92,7 +93,7 @@ def clickhouse_sizes(messages: list[tuple[str, str, bytes]], workdir: str) -> No
 async def publish_and_measure(url: str, messages: list[tuple[str, str, bytes]]) -> tuple[int, int]:
     import nats
 
-    from agentwatch.consumers.bus import STREAM_NAME, ensure_stream
+    from agentwatch.bus.streams import STREAM_NAME, ensure_stream
 
     nc = await nats.connect(url)
     js = nc.jetstream()

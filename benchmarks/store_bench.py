@@ -64,7 +64,7 @@ def build_messages(n: int) -> list[tuple[str, str, bytes]]:
 
 
 async def publish(url: str, messages: list[tuple[str, str, bytes]]) -> None:
-    from agentwatch.consumers.bus import ensure_stream
+    from agentwatch.bus.streams import ensure_stream
 
     nc = await nats.connect(url)
     js = nc.jetstream()

@@ -66,13 +66,15 @@ from textual._compositor import CompositorUpdate
 from textual.screen import Screen
 from textual.widgets import Input
 
-from agentwatch.consumers.bus import ensure_stream
-from agentwatch.emitter.wire import parse_urls
+from agentwatch.bus.live import NatsLiveSource
+from agentwatch.bus.streams import ensure_stream
+from agentwatch.cli.pipeline import LocalNats
+from agentwatch.cli.sources import History
+from agentwatch.config import parse_urls
 from agentwatch.tui.app import AgentwatchApp, HelpScreen
 from agentwatch.tui.model import FeedFilter
-from agentwatch.tui.sources import HistorySource, LiveSource, NatsLiveSource, StoreHistory
+from agentwatch.tui.sources import HistorySource, LiveSource
 from agentwatch.tui.table import Table
-from agentwatch.up import LocalNats
 
 TARGET_MS = 100.0
 WARMUP_EVENTS = 6000
@@ -474,7 +476,7 @@ def memory(traffic: Phase) -> tuple[str, bool]:
 
 
 async def run(args: argparse.Namespace, url: str, history_env: dict[str, str] | None) -> int:
-    history = StoreHistory(history_env) if history_env is not None else None
+    history = History(history_env, timeout=10) if history_env is not None else None
     app = MeasuredApp(NatsLiveSource(url), history)
     profiler = cProfile.Profile() if args.profile else None
     async with app.run_test(size=SIZE) as pilot:

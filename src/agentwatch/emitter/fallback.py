@@ -13,6 +13,7 @@ from typing import Any
 
 import nats
 
+from agentwatch.config import display_urls, nats_options
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, MSG_ID_HEADER
 from agentwatch.emitter.wire import BusError
 
@@ -23,24 +24,19 @@ class FallbackConnection:
     def __init__(self, url: str, environ: Mapping[str, str], deadline: float) -> None:
         self.deadline = deadline
         self._loop = asyncio.new_event_loop()
-        opts: dict[str, Any] = {
-            "servers": [u.strip() for u in url.split(",") if u.strip()],
-            "allow_reconnect": False,
-            "max_reconnect_attempts": 0,
-            "connect_timeout": max(0.05, deadline - time.monotonic()),
-            "name": "agentwatch-emit",
-        }
-        if environ.get("AGENTWATCH_NATS_CREDS"):
-            opts["user_credentials"] = environ["AGENTWATCH_NATS_CREDS"]
-        if environ.get("AGENTWATCH_NATS_NKEY"):
-            opts["nkeys_seed"] = environ["AGENTWATCH_NATS_NKEY"]
+        opts = nats_options(url, environ, name="agentwatch-emit")
+        opts.update(
+            allow_reconnect=False,
+            max_reconnect_attempts=0,
+            connect_timeout=max(0.05, deadline - time.monotonic()),
+        )
         try:
             self._nc: Any = self._run(nats.connect(**opts))
         except BusError:
             raise
         except Exception as exc:
             self._loop.close()
-            raise BusError(f"cannot connect to {url}: {exc}") from None
+            raise BusError(f"cannot connect to {display_urls(url)}: {exc}") from None
         self.max_payload = self._nc.max_payload or DEFAULT_MAX_PAYLOAD
 
     def _run(self, coro: Any) -> Any:

@@ -118,9 +118,9 @@ class Publisher:
 
             self._conn = FallbackConnection(url, environ, deadline)
         else:
-            from agentwatch.emitter.wire import connect, parse_urls
+            from agentwatch.emitter.wire import connect
 
-            self._conn = connect(parse_urls(url), deadline)
+            self._conn = connect(config.parse_urls(url), deadline)
         self.max_payload = self._conn.max_payload
 
     def publish(self, messages: list[Message]) -> None:

@@ -15,6 +15,7 @@ import _socket
 import time
 
 from agentwatch import __version__
+from agentwatch.config import ServerURL
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, MSG_ID_HEADER
 from agentwatch.jsonfast import dumps, loads
 
@@ -26,104 +27,13 @@ if TYPE_CHECKING:
     # (subject, message id, body)
     Message = tuple[str, str, bytes]
 
-DEFAULT_URL = "nats://127.0.0.1:4222"
 # Reply subjects for JetStream's acknowledgements; a deployment that restricts the hook's user
 # grants it `subscribe: "_AW_ACK.>"` (see deploy/nats/accounts.conf).
 ACK_PREFIX = "_AW_ACK"
-DEFAULT_PORT = 4222
 
 
 class BusError(Exception):
     """The bus could not be reached, refused us, or did not confirm in time."""
-
-
-class ServerURL:
-    __slots__ = ("host", "password", "port", "scheme", "token", "user")
-
-    def __init__(self, scheme: str, host: str, port: int, user: str, password: str, token: str) -> None:
-        self.scheme = scheme
-        self.host = host
-        self.port = port
-        self.user = user
-        self.password = password
-        self.token = token
-
-    @property
-    def tls(self) -> bool:
-        return self.scheme in ("tls", "wss")
-
-    def display(self) -> str:
-        """The URL with its secret part masked, for messages a person reads."""
-        auth = ""
-        if self.user:
-            auth = f"{self.user}:***@"
-        elif self.token:
-            auth = "***@"
-        return f"{self.scheme}://{auth}{self.host}:{self.port}"
-
-
-def _unquote(text: str) -> str:
-    if "%" not in text:
-        return text
-    out = bytearray()
-    i = 0
-    raw = text.encode()
-    while i < len(raw):
-        if raw[i] == 0x25 and i + 2 < len(raw):
-            try:
-                out.append(int(raw[i + 1 : i + 3], 16))
-                i += 3
-                continue
-            except ValueError:
-                pass
-        out.append(raw[i])
-        i += 1
-    return out.decode("utf-8", "replace")
-
-
-def parse_urls(value: str) -> list[ServerURL]:
-    """Parse `nats://[user[:pass]@|token@]host[:port]`, comma-separated for a cluster."""
-    urls = []
-    for item in value.split(","):
-        part = item.strip()
-        if not part:
-            continue
-        scheme, sep, rest = part.partition("://")
-        if not sep:
-            scheme, rest = "nats", part
-        scheme = scheme.lower()
-        if scheme not in ("nats", "tls"):
-            raise ValueError(f"unsupported NATS URL scheme {scheme!r} in {part!r}: use nats:// or tls://")
-        rest = rest.split("/", 1)[0]
-        user = password = token = ""
-        if "@" in rest:
-            auth, rest = rest.rsplit("@", 1)
-            if ":" in auth:
-                user, password = auth.split(":", 1)
-                user, password = _unquote(user), _unquote(password)
-            else:
-                token = _unquote(auth)
-        host, port = rest, DEFAULT_PORT
-        if rest.startswith("["):
-            host, _, tail = rest[1:].partition("]")
-            if tail.startswith(":"):
-                port = int(tail[1:])
-        elif rest.count(":") == 1:
-            host, port_text = rest.split(":")
-            port = int(port_text)
-        urls.append(ServerURL(scheme, host or "127.0.0.1", port, user, password, token))
-    if not urls:
-        raise ValueError("no NATS server URL given")
-    return urls
-
-
-def display_urls(url: str) -> str:
-    """The bus URL(s) with passwords and tokens masked, for anything printed or logged; never the
-    raw text of a URL that does not parse (it may hold a password)."""
-    try:
-        return ",".join(u.display() for u in parse_urls(url))
-    except ValueError:
-        return "<unparsable NATS URL>"
 
 
 class Connection:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -26,15 +25,10 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Header, Input, Static
 
+from agentwatch.store import queries
 from agentwatch.tui.common import EventScreen, KeyBar, Line, Palette, age, clock
 from agentwatch.tui.model import Agent, Feed, FeedFilter, FeedLine, Roster, Team, sparkline
-from agentwatch.tui.sources import (
-    HistorySource,
-    LiveSource,
-    event_payload_sql,
-    recent_events_sql,
-    rows_as_envelopes,
-)
+from agentwatch.tui.sources import HistorySource, LiveSource, rows_as_envelopes
 from agentwatch.tui.table import Cell, Table
 from agentwatch.tui.views import AgentScreen, TeamScreen
 
@@ -227,7 +221,7 @@ class AgentwatchApp(App[None]):
     def load_history(self) -> None:
         assert self.history is not None
         try:
-            result = self.history.query(recent_events_sql(self.history_rows))
+            result = self.history.query(*queries.recent_events(self.history_rows))
         except Exception as exc:
             self.call_from_thread(self._store_status, f"store unreachable ({exc}); showing live events only")
             return
@@ -447,9 +441,9 @@ class AgentwatchApp(App[None]):
     def open_from_history(self, envelope: dict[str, Any]) -> None:
         """An event loaded from history carries no payload: fetch it for the detail view."""
         assert self.history is not None
-        sql = event_payload_sql(str(envelope.get("id", "")))
+        event_id = str(envelope.get("id", ""))
         try:
-            result = self.history.query(sql) if sql else {"rows": []}
+            result = self.history.query(*queries.event_payload(event_id)) if event_id else {"rows": []}
             rows = result.get("rows") or []
             envelope["data"] = json.loads(rows[0][0]) if rows else "(payload not found)"
         except Exception as exc:
@@ -545,10 +539,6 @@ class AgentwatchApp(App[None]):
         self.push_screen(HelpScreen())
 
 
-def run(environ: Mapping[str, str] | None = None) -> None:
-    from agentwatch import config
-    from agentwatch.tui.sources import NatsLiveSource, StoreHistory
-
-    env = os.environ if environ is None else environ
-    theme = env.get("AGENTWATCH_THEME", "").strip() or None
-    AgentwatchApp(NatsLiveSource(config.nats_url(env)), StoreHistory(env), theme=theme).run()
+def run(live: LiveSource, history: HistorySource | None, theme: str | None = None) -> None:
+    """Open the dashboard on these sources until the person quits it."""
+    AgentwatchApp(live, history, theme=theme).run()

@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
+from agentwatch.store import queries
 from agentwatch.tui.common import Palette, age, clock, duration, refill
 from agentwatch.tui.model import (
     TIMELINE_MAX,
@@ -30,7 +31,7 @@ from agentwatch.tui.model import (
     sparkline,
     tool_calls,
 )
-from agentwatch.tui.sources import HistorySource, agent_events_sql, rows_as_envelopes
+from agentwatch.tui.sources import HistorySource, rows_as_envelopes
 
 VIEW_REPAINT_SECONDS = 0.5
 DETAIL_ROWS = 300
@@ -136,11 +137,8 @@ class AgentScreen(TablesScreen):
     @work(thread=True, exclusive=True, group="agent-history")
     def load_stored(self) -> None:
         assert self.dash.history is not None
-        sql = agent_events_sql(self.agent_name, TIMELINE_MAX)
-        if sql is None:
-            return
         try:
-            result = self.dash.history.query(sql)
+            result = self.dash.history.query(*queries.agent_events(self.agent_name, TIMELINE_MAX))
         except Exception as exc:
             self.app.call_from_thread(self._stored_in, [], f"store unreachable ({exc}): live events only")
             return

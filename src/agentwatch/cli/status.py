@@ -1,0 +1,68 @@
+"""`agentwatch status`: is the pipeline healthy: the bus, the stream, the store's consumer, the store."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+
+from agentwatch import config
+from agentwatch.cli.errors import CliError, missing_extra
+from agentwatch.cli.pipeline import bus_answers
+
+
+def _stream_lines(url: str) -> bool:
+    try:
+        from agentwatch.bus.streams import stream_status
+    except ImportError as exc:
+        raise missing_extra(exc, "status", "tui") from None
+    try:
+        for line in asyncio.run(stream_status(url)):
+            print(line)
+    except Exception as exc:
+        print(f"stream:    cannot read: {exc}")
+        return False
+    return True
+
+
+def _store_lines() -> bool:
+    from agentwatch.cli.sql import run_sql
+    from agentwatch.store.queries import STATUS
+
+    print(f"store:     {config.display_url(config.clickhouse_url())}")
+    try:
+        result = run_sql(STATUS.sql, timeout=10)
+    except CliError as exc:
+        print(f"           does NOT answer: {exc}")
+        return False
+    if "error" in result:
+        print(f"           error: {result['error'][:300]}")
+        return False
+    events, messages, dead, latest = result["rows"][0]
+    print(
+        f"           {events:,} events, {messages:,} messages, {dead:,} dead letters; latest event {latest}"
+    )
+    return True
+
+
+def cmd_status(_args: argparse.Namespace) -> int:
+    url = config.nats_url(os.environ)
+    info = bus_answers(url, 2.0)
+    print(f"bus:       {config.display_urls(url)}")
+    if info is None:
+        print("           does NOT answer: start the pipeline with `agentwatch up`")
+        return 1
+    js = "JetStream on" if info.get("jetstream") else "JetStream OFF"
+    print(f"           nats-server {info.get('version', '?')}, {js}")
+    healthy = _stream_lines(url)
+    return 0 if _store_lines() and healthy else 1
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    status = sub.add_parser(
+        "status",
+        help="bus, stream, consumer and store health",
+        description="Check the pipeline: does the bus answer, how full is the stream, how far behind "
+        "is the store, and how much history does the store hold.",
+    )
+    status.set_defaults(func=cmd_status)

@@ -1,0 +1,359 @@
+"""agentwatch's hook registration in Claude Code settings (`agentwatch hooks install|uninstall|print`).
+
+Claude Code reads hooks from `settings.json` files that people also edit by hand and that other
+tools write into, so every change here is a merge: agentwatch only ever adds or removes its own
+handlers (command handlers whose first shell word is named `agentwatch-emit`) and leaves every
+other key, event, matcher group and handler as it found them, in the same order.
+
+A file that cannot be read back exactly (invalid JSON, or JSON with comments, which Claude Code
+tolerates in some files) is refused and left byte-for-byte untouched: rewriting it would silently
+drop what the user wrote. An existing file is backed up next to itself before it is replaced, and
+the replacement is atomic, so an interrupted run never leaves half a settings file.
+
+Two events are never registered (see the hooks reference, section 5): a `WorktreeCreate` hook
+replaces git worktree creation instead of observing it, and `FileChanged` reads its matcher as the
+list of files to watch.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import secrets
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentwatch.contract import HOOK_EVENTS
+
+Json = dict[str, Any]
+
+EMIT_NAME = "agentwatch-emit"
+SKIPPED_EVENTS: tuple[str, ...] = ("WorktreeCreate", "FileChanged")
+REGISTERED_EVENTS: tuple[str, ...] = tuple(e for e in HOOK_EVENTS if e not in SKIPPED_EVENTS)
+SCOPES: tuple[str, ...] = ("user", "project", "local")
+DEFAULT_SCOPE = "user"
+DEFAULT_TIMEOUT = 5
+BACKUP_SUFFIX = ".agentwatch-backup"
+
+
+class SettingsError(Exception):
+    """A problem the user can fix; the message says what and how, and is shown as is."""
+
+
+# -- where the settings live ----------------------------------------------------------------
+
+
+def settings_path(scope: str = DEFAULT_SCOPE, project_dir: Path | str | None = None) -> Path:
+    """The settings file Claude Code reads for `scope` (user, project or local)."""
+    if scope == "user":
+        config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
+        base = Path(config_dir).expanduser() if config_dir else Path.home() / ".claude"
+        return base / "settings.json"
+    root = Path(project_dir).expanduser().absolute() if project_dir is not None else Path.cwd()
+    if scope == "project":
+        return root / ".claude" / "settings.json"
+    if scope == "local":
+        return root / ".claude" / "settings.local.json"
+    raise SettingsError(f"unknown scope {scope!r}: choose one of {', '.join(SCOPES)}")
+
+
+def default_command() -> str:
+    """The shell-quoted absolute path of the agentwatch-emit that belongs to this installation.
+
+    The one next to the running interpreter comes first: it is the one installed with this very
+    package, whereas PATH may lead to another environment's copy.
+    """
+    beside = Path(sys.executable).parent / EMIT_NAME
+    if beside.is_file():
+        return shlex.quote(os.path.abspath(beside))
+    found = shutil.which(EMIT_NAME)
+    if found:
+        return shlex.quote(os.path.abspath(found))
+    raise SettingsError(
+        f"cannot find {EMIT_NAME} (looked next to {sys.executable} and on PATH); install agentwatch "
+        f"in this environment or pass --command /path/to/{EMIT_NAME}"
+    )
+
+
+# -- what agentwatch registers --------------------------------------------------------------
+
+
+def is_agentwatch_command(command: str) -> bool:
+    """True when `command` runs agentwatch-emit; this is how our handlers are told from others."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return bool(words) and os.path.basename(words[0]) == EMIT_NAME
+
+
+def is_agentwatch_handler(handler: object) -> bool:
+    """True for a command handler that runs agentwatch-emit."""
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and is_agentwatch_command(command)
+
+
+def make_handler(command: str, timeout: int = DEFAULT_TIMEOUT, async_: bool = False) -> Json:
+    """The handler registered on every event; refuses one that uninstall could not find again."""
+    if not is_agentwatch_command(command):
+        raise SettingsError(
+            f"the hook command must run {EMIT_NAME} (its first word must be a path named {EMIT_NAME}; "
+            f"quote it if it contains spaces), got {command!r}"
+        )
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+        raise SettingsError(f"the timeout must be a whole number of seconds >= 1, got {timeout!r}")
+    handler: Json = {"type": "command", "command": command, "timeout": timeout}
+    if async_:
+        handler["async"] = True
+    return handler
+
+
+def hooks_block(command: str, timeout: int = DEFAULT_TIMEOUT, async_: bool = False) -> Json:
+    """The `{"hooks": {...}}` object that install merges into a settings file."""
+    handler = make_handler(command, timeout, async_)
+    return {"hooks": {event: [{"hooks": [dict(handler)]}] for event in REGISTERED_EVENTS}}
+
+
+def snippet(command: str, timeout: int = DEFAULT_TIMEOUT, async_: bool = False) -> str:
+    """`hooks_block` as JSON text, for pasting into a settings file by hand."""
+    return render(hooks_block(command, timeout, async_))
+
+
+# -- merging ----------------------------------------------------------------------------------
+
+
+def _apply(settings: Json, handler: Json | None) -> tuple[Json, int]:
+    """A copy of `settings` without agentwatch's handlers and, when `handler` is given, with it
+    registered on every REGISTERED_EVENT; plus how many events changed.
+
+    A re-install puts the new group where the old one was, so that changing an option does not
+    reorder a file. Only containers emptied by removing our handlers are dropped: anything that was
+    already empty, or that is not shaped like a hook list, belongs to someone else.
+    """
+    result = copy.deepcopy(settings)
+    if "hooks" not in result:
+        if handler is None:
+            return result, 0
+        result["hooks"] = {}
+    hooks = result["hooks"]
+    if not isinstance(hooks, dict):
+        raise SettingsError(f'"hooks" is a {_kind(hooks)}, not an object')
+    wanted = REGISTERED_EVENTS if handler is not None else ()
+    for event in wanted:
+        if event in hooks and not isinstance(hooks[event], list):
+            raise SettingsError(f'"hooks.{event}" is a {_kind(hooks[event])}, not a list')
+
+    changed = 0
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept: list[Any] = []
+        slot: int | None = None
+        removed = False
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list) or not any(is_agentwatch_handler(h) for h in inner):
+                kept.append(group)
+                continue
+            removed = True
+            others = [h for h in inner if not is_agentwatch_handler(h)]
+            if others:
+                group["hooks"] = others
+                kept.append(group)
+            elif slot is None and list(group) == ["hooks"]:
+                slot = len(kept)
+        if handler is not None and event in wanted:
+            kept.insert(len(kept) if slot is None else slot, {"hooks": [dict(handler)]})
+            hooks[event] = kept
+            changed += kept != groups
+        elif removed:
+            changed += 1
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    if handler is not None:
+        for event in REGISTERED_EVENTS:
+            if event not in hooks:
+                hooks[event] = [{"hooks": [dict(handler)]}]
+                changed += 1
+    elif changed and not hooks:
+        del result["hooks"]
+    return result, changed
+
+
+def merge(settings: Json, handler: Json) -> Json:
+    """`settings` with `handler` registered on every REGISTERED_EVENT, replacing any older one."""
+    return _apply(settings, handler)[0]
+
+
+def strip(settings: Json) -> Json:
+    """`settings` without agentwatch's handlers: exactly what `merge` added."""
+    return _apply(settings, None)[0]
+
+
+def _kind(value: object) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+# -- reading and writing ----------------------------------------------------------------------
+
+
+def render(settings: Json) -> str:
+    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+
+
+def read_settings(path: Path) -> tuple[str | None, Json]:
+    """The file's text (None when it does not exist) and its object.
+
+    An empty file reads as `{}`: it holds nothing that a rewrite could lose.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, {}
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(
+            f"{path} is not UTF-8 text (byte {exc.start}); it was left untouched. Fix or move the file "
+            "and run the command again, or add the hooks by hand (`agentwatch hooks print`)."
+        ) from exc
+    if not text.strip():
+        return text, {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        rest = text[exc.pos :].lstrip()
+        if rest.startswith(("//", "/*")):
+            problem = "has a comment, which agentwatch cannot keep when it rewrites the file"
+            advice = "Remove the comments and run the command again, or add the hooks by hand"
+        else:
+            problem = f"is not valid JSON ({exc.msg})"
+            advice = "Fix the file and run the command again, or add the hooks by hand"
+        raise SettingsError(
+            f"{path}: line {exc.lineno}, column {exc.colno}: the file {problem}; it was left untouched. "
+            f"{advice} (`agentwatch hooks print` shows what to add)."
+        ) from exc
+    if not isinstance(value, dict):
+        raise SettingsError(
+            f"{path}: the top-level value is a {_kind(value)}, not an object; it was left untouched. "
+            "Claude Code settings must be a JSON object: fix the file and run the command again."
+        )
+    return text, value
+
+
+def _backup_path(path: Path) -> Path:
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def write_settings(path: Path, text: str) -> Path | None:
+    """Replace `path` with `text` atomically, keeping its mode; return the backup of the old file.
+
+    The temporary file is created with the usual 0666-minus-umask mode, so a new settings file gets
+    the same permissions any editor would give it; an existing one keeps its own.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup: Path | None = None
+    mode: int | None = None
+    if path.exists():
+        mode = path.stat().st_mode & 0o7777
+        backup = _backup_path(path)
+        shutil.copy2(path, backup)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def _diff(path: Path, old: str | None, new: str) -> str:
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile="/dev/null" if old is None else str(path),
+        tofile=str(path),
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip("\n")
+
+
+def _target(path: Path) -> Path:
+    """The real file behind `path`: replacing a symlink would cut it off from its dotfiles repo."""
+    return path.resolve() if path.is_symlink() else path
+
+
+def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, Path | None, str | None]:
+    """Apply the change to the file: (events changed, backup, dry-run diff or None)."""
+    target = _target(path)
+    old_text, old = read_settings(target)
+    try:
+        new, changed = _apply(old, handler)
+    except SettingsError as exc:
+        raise SettingsError(
+            f"{path}: {exc}; it was left untouched. Fix the file and run the command again."
+        ) from exc
+    if new == old:
+        return 0, None, "no change" if dry_run else None
+    new_text = render(new)
+    if dry_run:
+        return changed, None, _diff(path, old_text, new_text) or "no change"
+    try:
+        backup = write_settings(target, new_text)
+    except OSError as exc:
+        raise SettingsError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return changed, backup, None
+
+
+def _written(path: Path, backup: Path | None) -> str:
+    return f"{path} (backup: {backup})" if backup is not None else f"{path} (new file)"
+
+
+def install(
+    path: Path,
+    command: str,
+    timeout: int = DEFAULT_TIMEOUT,
+    async_: bool = False,
+    dry_run: bool = False,
+) -> str:
+    """Register agentwatch-emit on every REGISTERED_EVENT in `path`; return the one-line result
+    (with `dry_run`, the diff that would be applied, or "no change")."""
+    changed, backup, diff = _update(path, make_handler(command, timeout, async_), dry_run)
+    if diff is not None:
+        return diff
+    if not changed:
+        return f"agentwatch hooks already installed in {path} (no change)"
+    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events in {_written(path, backup)}"
+
+
+def uninstall(path: Path, dry_run: bool = False) -> str:
+    """Remove agentwatch's handlers from `path`, and nothing else; return the one-line result."""
+    if not dry_run and not _target(path).exists():
+        return f"no agentwatch hooks in {path} (file does not exist)"
+    changed, backup, diff = _update(path, None, dry_run)
+    if diff is not None:
+        return diff
+    if not changed:
+        return f"no agentwatch hooks in {path} (no change)"
+    return f"removed agentwatch hooks from {changed} events in {_written(path, backup)}"

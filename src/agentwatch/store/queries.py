@@ -1,0 +1,149 @@
+"""The read side: every query the dashboard and the commands send, and how one is answered.
+
+Values a person can influence (an agent name, an event id, a window) are bound by ClickHouse
+itself as `{name:Type}` parameters: nothing user-visible is formatted into SQL. The query text
+and its parameters travel together (`Query`), to a ClickHouse server directly or through the
+store's query service on the bus (bus/query.py), and are run here by `run_query`.
+
+Importing this module loads no ClickHouse client: the dashboard builds queries with it and
+sends them over the bus.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import ipaddress
+import math
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from clickhouse_connect.driver.client import Client
+
+# Limits of the read-only query path (agentwatch sql, the dashboard's history).
+QUERY_MAX_SECONDS = 30
+QUERY_MAX_ROWS = 10_000
+
+
+class Query(NamedTuple):
+    """SQL with `{name:Type}` placeholders, and the values ClickHouse binds to them."""
+
+    sql: str
+    params: dict[str, Any] | None = None
+
+
+# --- answering ----------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly form of what ClickHouse returns."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            return (
+                value.isoformat(timespec="milliseconds") + "Z"
+                if value.microsecond
+                else value.isoformat() + "Z"
+            )
+        return value.isoformat()
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (uuid.UUID, ipaddress.IPv4Address, ipaddress.IPv6Address)):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, float) and math.isnan(value):  # NaN has no JSON form
+        return None
+    return value
+
+
+def run_query(
+    client: Client, sql: str, params: Mapping[str, Any] | None = None, max_rows: int = QUERY_MAX_ROWS
+) -> dict[str, Any]:
+    """Run one read-only query; never raises for a bad query (the reply carries the error).
+
+    The reply: {"columns", "types", "rows", "truncated", "elapsed_ms"} or {"error": message}.
+    """
+    sql = sql.strip().rstrip(";").strip()
+    if not sql:
+        return {"error": "empty query"}
+    if params is not None and not isinstance(params, dict):
+        return {"error": "params must be a JSON object of {name: value}"}
+    started = time.perf_counter()
+    try:
+        result = client.query(sql, parameters=dict(params) if params else None)
+    except Exception as exc:
+        message = str(exc).strip().split("Stack trace", 1)[0].strip()
+        return {"error": message[:4000]}
+    rows = result.result_rows
+    limit = max(1, min(max_rows, QUERY_MAX_ROWS))
+    return {
+        "columns": list(result.column_names),
+        "types": [t.name for t in result.column_types],
+        "rows": [[_plain(v) for v in row] for row in rows[:limit]],
+        "truncated": len(rows) > limit,
+        "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+
+
+# --- the dashboard's feed and roster ------------------------------------------------------------
+
+# The roster and feed need the headline of recent events, not their payloads (fetched one at a
+# time when a person opens an event): a reply must fit one NATS message. Tasks are the one thing
+# the team view needs from the payload: two short fields, for task events only. Messages live in
+# their own table; they come back in the shape of the live message envelopes.
+_HEADLINE_SQL = (
+    "SELECT * FROM (SELECT * FROM ("
+    "SELECT * FROM ("
+    "SELECT id, timestamp, event, kind, agent, team, peer, parent_agent, agent_type, session_id, host, "
+    "tool_name, tool_use_id, text, "
+    "if(kind IN ('task_created', 'task_completed'), JSONExtractString(data, 'task_id'), '') AS task_id, "
+    "if(kind IN ('task_created', 'task_completed'), JSONExtractString(data, 'task_subject'), '') "
+    "AS task_subject "
+    "FROM events {where}ORDER BY timestamp DESC LIMIT {{limit:UInt32}}) "
+    "UNION ALL SELECT * FROM ("
+    "SELECT id, timestamp, 'PostToolUse' AS event, 'message' AS kind, from_agent AS agent, team, "
+    "to_agent AS peer, '' AS parent_agent, '' AS agent_type, session_id, '' AS host, "
+    "'SendMessage' AS tool_name, '' AS tool_use_id, "
+    "concat('→ ', to_agent, ': ', leftUTF8(if(summary != '', summary, text), 200)) AS text, "
+    "'' AS task_id, '' AS task_subject "
+    "FROM messages {message_where}ORDER BY timestamp DESC LIMIT {{limit:UInt32}})"
+    ") ORDER BY timestamp DESC LIMIT {{limit:UInt32}}"
+    ") ORDER BY timestamp"
+)
+_RECENT_SQL = _HEADLINE_SQL.format(where="", message_where="")
+_AGENT_SQL = _HEADLINE_SQL.format(
+    where="WHERE agent = {agent:String} ", message_where="WHERE from_agent = {agent:String} "
+)
+
+
+def recent_events(limit: int) -> Query:
+    """The newest `limit` events, oldest first, without payloads."""
+    return Query(_RECENT_SQL, {"limit": int(limit)})
+
+
+def agent_events(agent: str, limit: int) -> Query:
+    """The newest `limit` events of one agent, oldest first, without payloads."""
+    return Query(_AGENT_SQL, {"agent": agent, "limit": int(limit)})
+
+
+def event_payload(event_id: str) -> Query:
+    """One event's payload (its `data` JSON text)."""
+    return Query("SELECT data FROM events WHERE id = {id:String} LIMIT 1", {"id": event_id})
+
+
+# --- agentwatch status --------------------------------------------------------------------------
+
+STATUS = Query(
+    "SELECT (SELECT count() FROM events FINAL) AS events, (SELECT count() FROM messages FINAL) AS messages, "
+    "(SELECT count() FROM dead_letters) AS dead_letters, (SELECT max(timestamp) FROM events) AS latest"
+)

@@ -1,0 +1,588 @@
+"""deploy/: the files are checked by parsing them, since no container engine runs here.
+
+- compose.yaml: the services, two stores on one durable, a health check on each, exact image
+  versions each with its reason, loopback-only ports, declared volumes, passwords only as ${VAR};
+- Dockerfile: pinned base, non-root numeric USER, `.[consumers]` without dev, no secret in ARG/ENV;
+- the systemd units: valid INI, restart and stop policy, hardening, credentials only from
+  EnvironmentFile;
+- clickhouse/schema-cluster.sql: applied to an embedded chDB with its engines rewritten to their
+  single-node forms, its tables have exactly the columns of the single-node migrations and its views
+  are the single-node views;
+- clickhouse/users.d and config.d: valid XML, a read-only reader, a store without DROP or ALTER.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import clickhouse_connect
+import pytest
+import yaml
+from clickhouse_connect.driver.client import Client
+
+from agentwatch.contract import encode_envelope, envelopes_from_stdin
+from agentwatch.store.migrations import apply_migrations, migrations, split_statements
+from agentwatch.store.writes import INSERT_SETTINGS
+from tests.conftest import CAPTURES, ROOT, load_fixture_file
+
+DEPLOY = ROOT / "deploy"
+COMPOSE = DEPLOY / "compose.yaml"
+DOCKERFILE = DEPLOY / "Dockerfile"
+CLUSTER_SQL = DEPLOY / "clickhouse" / "schema-cluster.sql"
+USERS_XML = DEPLOY / "clickhouse" / "users.d" / "agentwatch.xml"
+CONFIG_XML = DEPLOY / "clickhouse" / "config.d" / "agentwatch.xml"
+UP_UNIT = DEPLOY / "systemd" / "agentwatch-up.service"
+STORE_UNIT = DEPLOY / "systemd" / "agentwatch-store.service"
+
+# An exact release: 2.15.1, 25.8.30.16, 3.11.15; an optional variant suffix; an optional digest.
+EXACT_TAG = re.compile(r"^[\w.\-/]+:\d+\.\d+\.\d+(?:\.\d+)?(?:-[a-z0-9.\-]+)?(?:@sha256:[0-9a-f]{64})?$")
+VAR_REF = re.compile(r"^\$\{[A-Z][A-Z0-9_]*(?::\?[^}]*)?\}$")
+SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)
+URL_USERINFO = re.compile(r"\b[a-z][a-z0-9+.\-]*://([^/@\s:]+):([^@\s]+)@")
+
+
+# --- compose.yaml -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    data = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found = compose["services"]
+    assert isinstance(found, dict)
+    return found
+
+
+def test_compose_has_the_services(compose: dict[str, Any]) -> None:
+    assert {"nats", "clickhouse"} <= set(services(compose))
+    stores = [name for name in services(compose) if name.startswith("store")]
+    assert stores, "no store service"
+
+
+def test_compose_runs_two_stores_on_one_durable(compose: dict[str, Any]) -> None:
+    stores = {name: svc for name, svc in services(compose).items() if name.startswith("store")}
+    replicas = sum(int(svc.get("deploy", {}).get("replicas", 1)) for svc in stores.values())
+    assert replicas >= 2
+    for svc in stores.values():
+        # The same bus for every replica: they share the durable consumer agentwatch-store.
+        assert svc["environment"]["AGENTWATCH_NATS_URL"].startswith("nats://store:")
+        assert "@nats:4222" in svc["environment"]["AGENTWATCH_NATS_URL"]
+        ch_url = svc["environment"]["AGENTWATCH_CLICKHOUSE_URL"]
+        assert ch_url.startswith("http://agentwatch_store:")
+        assert ch_url.endswith("@clickhouse:8123/agentwatch")
+        assert svc["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
+        assert (DEPLOY / svc["build"]["context"] / svc["build"]["dockerfile"]).resolve() == DOCKERFILE
+        conditions = {dep: spec["condition"] for dep, spec in svc["depends_on"].items()}
+        assert conditions == {"nats": "service_healthy", "clickhouse": "service_healthy"}
+
+
+def test_every_service_has_a_health_check(compose: dict[str, Any]) -> None:
+    for name, svc in services(compose).items():
+        test = svc.get("healthcheck", {}).get("test")
+        assert isinstance(test, list), f"{name}: no health check"
+        assert test[0] in {"CMD", "CMD-SHELL"}
+        assert svc["healthcheck"].get("disable") is not True
+    checks = {name: " ".join(svc["healthcheck"]["test"]) for name, svc in services(compose).items()}
+    assert "http://127.0.0.1:8222/healthz?js-enabled-only=true" in checks["nats"]
+    assert "http://127.0.0.1:8123/ping" in checks["clickhouse"]
+    for name, check in checks.items():
+        if name.startswith("store"):
+            assert check == "CMD agentwatch status"
+
+
+def test_images_are_pinned_with_a_reason(compose: dict[str, Any]) -> None:
+    lines = COMPOSE.read_text(encoding="utf-8").splitlines()
+    for name, svc in services(compose).items():
+        if "image" not in svc:
+            assert "build" in svc, f"{name}: neither image nor build"
+            continue
+        image = svc["image"]
+        assert EXACT_TAG.match(image), f"{name}: {image} is not an exact version"
+        assert ":latest" not in image
+        # The comment block right above the image line says why this version.
+        at = next(i for i, line in enumerate(lines) if line.strip() == f"image: {image}")
+        comment = []
+        for line in reversed(lines[:at]):
+            if not line.strip().startswith("#"):
+                break
+            comment.append(line)
+        assert any("pinned" in c.lower() for c in comment), f"{name}: no reason next to {image}"
+
+
+def test_nats_runs_jetstream_with_the_mounted_config(compose: dict[str, Any]) -> None:
+    nats = services(compose)["nats"]
+    assert nats["image"].startswith("nats:2.")
+    assert "--jetstream" in nats["command"]
+    assert nats["command"][nats["command"].index("--config") + 1] == "/etc/nats/agentwatch/single.conf"
+    # The whole directory: single.conf includes accounts.conf.
+    assert "./nats:/etc/nats/agentwatch:ro" in nats["volumes"]
+    # The store's bus user, whose password accounts.conf reads from the same variable.
+    for name in ("AGENTWATCH_HOOK_PASSWORD", "AGENTWATCH_STORE_PASSWORD"):
+        assert nats["environment"][name].startswith("${" + name + ":?")
+
+
+def test_clickhouse_mounts_the_agentwatch_files(compose: dict[str, Any]) -> None:
+    ch = services(compose)["clickhouse"]
+    assert ch["image"].startswith("clickhouse/clickhouse-server:")
+    mounts = {v.split(":")[0]: v.split(":")[1] for v in ch["volumes"]}
+    assert mounts["./clickhouse/config.d/agentwatch.xml"] == "/etc/clickhouse-server/config.d/agentwatch.xml"
+    assert mounts["./clickhouse/users.d/agentwatch.xml"] == "/etc/clickhouse-server/users.d/agentwatch.xml"
+    for source in mounts:
+        if source.startswith("./"):
+            assert (DEPLOY / source).is_file(), source
+    assert ch["environment"]["CLICKHOUSE_DB"] == "agentwatch"
+
+
+def test_ports_are_bound_to_loopback(compose: dict[str, Any]) -> None:
+    for name, svc in services(compose).items():
+        for port in svc.get("ports", []):
+            assert isinstance(port, str), f"{name}: long-form port {port!r}"
+            assert port.startswith("127.0.0.1:"), f"{name}: {port} is not bound to 127.0.0.1"
+
+
+def test_named_volumes_are_declared(compose: dict[str, Any]) -> None:
+    declared = set(compose.get("volumes") or {})
+    used = set()
+    for svc in services(compose).values():
+        for volume in svc.get("volumes", []):
+            source = volume.split(":")[0]
+            if not source.startswith((".", "/", "~", "$")):
+                used.add(source)
+    assert used
+    assert used <= declared, f"undeclared volumes: {used - declared}"
+
+
+def _strings(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _strings(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _strings(value, f"{path}[{i}]")
+    elif node is not None:
+        yield path, str(node)
+
+
+def test_compose_has_no_secret_in_clear(compose: dict[str, Any]) -> None:
+    checked = 0
+    for path, value in _strings(compose):
+        key = path.rsplit(".", 1)[-1]
+        if SECRET_NAME.search(key):
+            assert VAR_REF.match(value), f"{path} holds a literal secret"
+            checked += 1
+        for match in URL_USERINFO.finditer(value):
+            assert VAR_REF.match(match.group(2)), f"{path}: a literal password in a URL"
+            checked += 1
+    assert checked >= 5
+
+
+# --- Dockerfile -------------------------------------------------------------------------------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        full = pending + line
+        pending = ""
+        word, _, rest = full.partition(" ")
+        out.append((word.upper(), rest.strip()))
+    assert not pending
+    return out
+
+
+def test_dockerfile_base_is_pinned() -> None:
+    froms = [args for word, args in dockerfile_instructions() if word == "FROM"]
+    assert len(froms) >= 2, "not multi-stage"
+    for args in froms:
+        image = args.split()[0]
+        assert EXACT_TAG.match(image), image
+        assert re.match(r"^python:3\.11\.\d+-slim", image), image
+
+
+def test_dockerfile_runs_the_store_as_a_numeric_non_root_user() -> None:
+    instructions = dockerfile_instructions()
+    last_from = max(i for i, (word, _) in enumerate(instructions) if word == "FROM")
+    final = instructions[last_from:]
+    users = [(i, args) for i, (word, args) in enumerate(final) if word == "USER"]
+    assert users, "no USER in the final stage"
+    at, user = users[-1]
+    uid = user.split(":")[0]
+    assert uid.isdigit()
+    assert int(uid) != 0
+    launch = [i for i, (word, _) in enumerate(final) if word in {"CMD", "ENTRYPOINT"}]
+    assert launch
+    assert min(launch) > at
+    command = " ".join(args for word, args in final if word in {"ENTRYPOINT", "CMD"})
+    assert '"agentwatch"' in command
+    assert '"store"' in command
+
+
+def test_dockerfile_installs_the_consumers_extra_only() -> None:
+    runs = " ".join(args for word, args in dockerfile_instructions() if word == "RUN")
+    assert '".[consumers]"' in runs
+    assert "dev" not in re.findall(r"\.\[([^\]]*)\]", runs)[0]
+    assert "[dev" not in runs
+    assert ",dev" not in runs
+    assert "python -m compileall" in runs
+    text = " ".join(args for _, args in dockerfile_instructions())
+    assert "PYTHONDONTWRITEBYTECODE" not in text
+
+
+def test_dockerfile_bakes_in_no_secret() -> None:
+    for word, args in dockerfile_instructions():
+        if word in {"ARG", "ENV"}:
+            names = re.findall(r"([A-Za-z_][A-Za-z0-9_]*)=", args) or [args.split()[0]]
+            for name in names:
+                assert not SECRET_NAME.search(name), f"{word} {name}"
+            assert not URL_USERINFO.search(args)
+        if word == "COPY":
+            assert ".env" not in args
+
+
+# --- systemd ----------------------------------------------------------------------------------
+
+
+def unit(path: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(
+        strict=True, interpolation=None, delimiters=("=",), comment_prefixes=("#", ";")
+    )
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(path.read_text(encoding="utf-8"), source=str(path))
+    return parser
+
+
+@pytest.mark.parametrize("path", [UP_UNIT, STORE_UNIT], ids=lambda p: p.name)
+def test_unit_restarts_and_stops_gracefully(path: Path) -> None:
+    u = unit(path)
+    assert {"Unit", "Service", "Install"} <= set(u.sections())
+    service = u["Service"]
+    assert service["Restart"] == "on-failure"
+    assert int(service["RestartSec"]) > 0
+    assert service["KillSignal"] == "SIGTERM"
+    assert int(service["TimeoutStopSec"]) >= 60
+    assert service["NoNewPrivileges"] == "yes"
+    assert "AF_INET" in service["RestrictAddressFamilies"]
+    exec_start = service["ExecStart"]
+    assert not URL_USERINFO.search(exec_start)
+    assert not SECRET_NAME.search(exec_start)
+    assert "://" not in exec_start
+    for key, value in service.items():
+        assert not URL_USERINFO.search(value), f"{key}: credentials in the unit"
+
+
+def test_up_unit_is_a_user_unit() -> None:
+    u = unit(UP_UNIT)
+    service = u["Service"]
+    assert service["ExecStart"].endswith("agentwatch up")
+    assert service["KillMode"] == "mixed"
+    assert u["Install"]["WantedBy"] == "default.target"
+    # Options the user manager cannot apply.
+    for key in ("User", "Group", "DynamicUser", "ProtectSystem", "ProtectHome", "PrivateTmp"):
+        assert key not in service
+
+
+def test_store_unit_is_hardened_and_reads_its_credentials_from_a_file() -> None:
+    u = unit(STORE_UNIT)
+    service = u["Service"]
+    assert service["ExecStart"].endswith("agentwatch store")
+    assert service["EnvironmentFile"] == "/etc/agentwatch/store.env"
+    assert "AGENTWATCH_NATS_URL" not in service.get("Environment", "")
+    assert "AGENTWATCH_CLICKHOUSE_URL" not in service.get("Environment", "")
+    assert service.get("DynamicUser") == "yes" or service.get("User") not in {None, "root", "0"}
+    expected = {
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "PrivateTmp": "yes",
+        "PrivateDevices": "yes",
+        "ProtectKernelTunables": "yes",
+        "ProtectControlGroups": "yes",
+        "RestrictNamespaces": "yes",
+        "CapabilityBoundingSet": "",
+    }
+    for key, value in expected.items():
+        assert service[key] == value, key
+    assert service["StateDirectory"] == "agentwatch"
+    assert "AGENTWATCH_DATA_DIR=/var/lib/agentwatch" in service["Environment"]
+    assert u["Install"]["WantedBy"] == "multi-user.target"
+
+
+# --- ClickHouse: the cluster schema against the single-node one --------------------------------
+
+ENGINE_ARGS = re.compile(r"ENGINE = (Replicated(?:Replacing)?MergeTree)\('([^']*)', '([^']*)'\)")
+DISTRIBUTED = re.compile(r"ENGINE = Distributed\(([^;]*)\)\s*$")
+ON_CLUSTER = " ON CLUSTER '{cluster}'"
+
+
+def cluster_statements() -> list[str]:
+    return split_statements(CLUSTER_SQL.read_text(encoding="utf-8"))
+
+
+def single_node(statement: str) -> str:
+    """The statement as one node without a cluster runs it: no ON CLUSTER, Replicated* engines
+    as their plain forms, a Distributed table as a Merge table over its local table (reads, FINAL
+    included, go through it the same way)."""
+    out = statement.replace(ON_CLUSTER, "")
+    out = ENGINE_ARGS.sub(lambda m: "ENGINE = " + m.group(1).removeprefix("Replicated"), out)
+
+    def merge(match: re.Match[str]) -> str:
+        local = match.group(1).split(",")[2].strip().strip("'")
+        return f"ENGINE = Merge(currentDatabase(), '^{local}$')"
+
+    return DISTRIBUTED.sub(merge, out)
+
+
+def test_cluster_statements_run_on_the_cluster() -> None:
+    statements = cluster_statements()
+    assert statements
+    for statement in statements:
+        head = _body(statement).split("\n")[0]
+        assert head.startswith("CREATE ")
+        assert ON_CLUSTER in head, head
+        assert "IF NOT EXISTS" in head, head
+    replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
+    assert len(replicated) == 3
+    for match in replicated:
+        assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
+        assert match.group(3) == "{replica}"
+    keys = {}
+    for statement in statements:
+        found = DISTRIBUTED.search(statement)
+        if found:
+            args = [a.strip() for a in found.group(1).split(",", 3)]
+            assert args[0] == "'{cluster}'"
+            keys[args[2].strip("'")] = args[3]
+    # One id, one shard: the ReplacingMergeTree collapses a redelivered event there.
+    assert keys == {
+        "events_local": "cityHash64(id)",
+        "messages_local": "cityHash64(id)",
+        "dead_letters_local": "rand()",
+    }
+
+
+def test_cluster_views_are_the_single_node_views() -> None:
+    views = {
+        _name(statement): _body(statement)
+        for _, _, sql in migrations()
+        for statement in split_statements(sql)
+        if _is_view(statement)
+    }
+    cluster = {_name(s): _body(s.replace(ON_CLUSTER, "")) for s in cluster_statements() if _is_view(s)}
+    assert set(views) == {"message_envelopes_mv", "tool_calls", "sessions", "agents"}
+    assert cluster == views
+
+
+def _is_view(statement: str) -> bool:
+    return _body(statement).startswith(("CREATE VIEW", "CREATE MATERIALIZED VIEW"))
+
+
+def _name(statement: str) -> str:
+    head = next(line for line in statement.splitlines() if line.startswith("CREATE"))
+    return head.split("IF NOT EXISTS ")[1].split()[0]
+
+
+def _body(statement: str) -> str:
+    code = [line for line in statement.splitlines() if not line.lstrip().startswith("--")]
+    text = "\n".join(code)
+    return text[text.index("CREATE") :]
+
+
+@pytest.fixture(scope="module")
+def schemas(chdb_engine: tuple[str, Client]) -> Iterator[tuple[Client, Client]]:
+    """(single node, cluster rewritten for one node): two databases on the module's engine."""
+    dsn, root = chdb_engine
+    root.command("CREATE DATABASE deploy_single")
+    root.command("CREATE DATABASE deploy_cluster")
+    single = clickhouse_connect.get_client(dsn=dsn, database="deploy_single")
+    cluster = clickhouse_connect.get_client(dsn=dsn, database="deploy_cluster")
+    apply_migrations(single)
+    for statement in cluster_statements():
+        cluster.command(single_node(statement))
+    yield single, cluster
+    single.close()
+    cluster.close()
+    root.command("DROP DATABASE deploy_single SYNC")
+    root.command("DROP DATABASE deploy_cluster SYNC")
+
+
+COLUMN_SQL = (
+    "SELECT name, type, position, default_kind, default_expression, compression_codec "
+    "FROM system.columns WHERE database = currentDatabase() AND table = {t:String} ORDER BY position"
+)
+
+
+def columns(client: Client, table: str) -> list[tuple[Any, ...]]:
+    rows = [tuple(r) for r in client.query(COLUMN_SQL, parameters={"t": table}).result_rows]
+    assert rows, f"no table {table}"
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("local", "single"),
+    [
+        ("events_local", "events"),
+        ("messages_local", "messages"),
+        ("dead_letters_local", "dead_letters"),
+        ("events", "events"),
+        ("messages", "messages"),
+        ("dead_letters", "dead_letters"),
+        ("message_envelopes", "message_envelopes"),
+        ("tool_calls", "tool_calls"),
+        ("sessions", "sessions"),
+        ("agents", "agents"),
+    ],
+)
+def test_cluster_columns_are_the_single_node_columns(
+    schemas: tuple[Client, Client], local: str, single: str
+) -> None:
+    single_client, cluster_client = schemas
+    assert columns(cluster_client, local) == columns(single_client, single)
+
+
+def test_cluster_local_tables_keep_the_keys_and_indexes(schemas: tuple[Client, Client]) -> None:
+    single_client, cluster_client = schemas
+    sql = (
+        "SELECT partition_key, sorting_key, primary_key FROM system.tables "
+        "WHERE database = currentDatabase() AND name = {t:String}"
+    )
+    for local, table in [("events_local", "events"), ("messages_local", "messages")]:
+        assert (
+            cluster_client.query(sql, parameters={"t": local}).result_rows
+            == single_client.query(sql, parameters={"t": table}).result_rows
+        )
+    idx = (
+        "SELECT name, type_full, expr FROM system.data_skipping_indices "
+        "WHERE database = currentDatabase() AND table = {t:String} ORDER BY name"
+    )
+    assert (
+        cluster_client.query(idx, parameters={"t": "events_local"}).result_rows
+        == single_client.query(idx, parameters={"t": "events"}).result_rows
+    )
+
+
+def test_cluster_views_answer_like_the_single_node(schemas: tuple[Client, Client]) -> None:
+    """The same events, inserted twice (a redelivery), give the same view rows on both schemas."""
+    single_client, cluster_client = schemas
+    bodies = []
+    for rec in load_fixture_file(CAPTURES):
+        for subject, env in envelopes_from_stdin(json.dumps(rec["payload"]).encode(), {}, host="deploy-test"):
+            if not subject.startswith("genie.msg."):
+                bodies.append(encode_envelope(env))
+    assert len(bodies) > 20
+    block = b"\n".join(bodies)
+    for _ in range(2):
+        single_client.raw_insert("events", insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS)
+        cluster_client.raw_insert(
+            "events_local", insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS
+        )
+    for view, order in [
+        ("tool_calls", "session_id, tool_use_id"),
+        ("sessions", "session_id"),
+        ("agents", "agent"),
+    ]:
+        sql = f"SELECT * FROM {view} ORDER BY {order}"  # noqa: S608 (constants of this test)
+        got = cluster_client.query(sql).result_rows
+        assert got
+        assert got == single_client.query(sql).result_rows, view
+    count = "SELECT count() FROM events FINAL"
+    assert cluster_client.command(count) == single_client.command(count) == len(bodies)
+
+
+# --- ClickHouse users and server configuration ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def users() -> ET.Element:
+    return ET.parse(USERS_XML).getroot()  # noqa: S314 (this repository's own file)
+
+
+def grants(users: ET.Element, user: str) -> list[str]:
+    node = users.find(f"users/{user}")
+    assert node is not None, user
+    return [q.text or "" for q in node.findall("grants/query")]
+
+
+def privileges(grant: str) -> set[str]:
+    match = re.fullmatch(r"GRANT (.+) ON agentwatch\.\*", grant.strip())
+    assert match, f"not a grant on the agentwatch database: {grant}"
+    return {p.strip().upper() for p in match.group(1).split(",")}
+
+
+def test_users_have_no_clear_password(users: ET.Element) -> None:
+    for user in ("agentwatch_store", "agentwatch_reader"):
+        node = users.find(f"users/{user}")
+        assert node is not None
+        password = node.find("password")
+        hashed = node.find("password_sha256_hex")
+        if password is not None:
+            assert password.get("from_env"), f"{user}: password not from the environment"
+            assert not (password.text or "").strip()
+        else:
+            assert hashed is not None, f"{user}: no password"
+            assert re.fullmatch(r"[0-9a-f]{64}", (hashed.text or "").strip()) or hashed.get("from_env")
+
+
+def test_reader_is_read_only_and_bounded(users: ET.Element) -> None:
+    node = users.find("users/agentwatch_reader")
+    assert node is not None
+    profile = users.find(f"profiles/{node.findtext('profile')}")
+    assert profile is not None
+    assert profile.findtext("readonly") == "1"
+    assert profile.findtext("max_execution_time") == "30"
+    assert profile.findtext("max_result_rows") == "10000"
+    assert node.findtext("quota") == "agentwatch_reader"
+    assert users.find("quotas/agentwatch_reader/interval") is not None
+    assert [privileges(g) for g in grants(users, "agentwatch_reader")] == [{"SELECT"}]
+    # What agentwatch's read-only client sets per query must stay allowed, within the bounds.
+    constraints = profile.find("constraints")
+    assert constraints is not None
+    assert constraints.findtext("max_execution_time/max") == "30"
+    for setting in ("max_execution_time", "max_result_rows", "result_overflow_mode"):
+        assert constraints.find(f"{setting}/changeable_in_readonly") is not None, setting
+
+
+def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -> None:
+    granted = set().union(*(privileges(g) for g in grants(users, "agentwatch_store")))
+    assert granted == {"SELECT", "INSERT", "CREATE TABLE", "CREATE VIEW"}
+    for word in ("DROP", "ALTER", "TRUNCATE", "ALL", "OPTIMIZE", "SYSTEM", "ACCESS"):
+        assert not any(word in p for p in granted), word
+    # Every statement the store's migrations run needs nothing more than CREATE TABLE or CREATE VIEW.
+    for _, name, sql in migrations():
+        for statement in split_statements(sql):
+            head = _body(statement).split("\n")[0]
+            assert head.startswith(
+                (
+                    "CREATE TABLE IF NOT EXISTS",
+                    "CREATE VIEW IF NOT EXISTS",
+                    "CREATE MATERIALIZED VIEW IF NOT EXISTS",
+                )
+            ), f"{name}: {head} needs another privilege for agentwatch_store"
+
+
+def test_server_config_has_the_cluster_macros() -> None:
+    root = ET.parse(CONFIG_XML).getroot()  # noqa: S314 (this repository's own file)
+    assert root.tag == "clickhouse"
+    macros = root.find("macros")
+    assert macros is not None
+    assert {m.tag for m in macros} == {"cluster", "shard", "replica"}
+    assert root.findtext("http_port") == "8123"
+    assert "MODIFY TTL" in CONFIG_XML.read_text(encoding="utf-8")

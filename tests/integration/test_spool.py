@@ -1,0 +1,193 @@
+"""No event lost while the bus is down: spool, then send exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import nats
+
+from agentwatch.emitter.spool import Spool
+from tests.conftest import clean_env, free_port, run_cli, run_emit
+from tests.services import Collector, NatsServer, make_stream
+
+
+def _payload(i: int) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "0c0ffee0-0000-4000-8000-000000000000",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"echo {i}"},
+            "tool_use_id": f"toolu_{i:04d}",
+        }
+    ).encode()
+
+
+def _spooled_ids(queue: Path) -> list[str]:
+    return [line.split(b" ", 2)[1].decode() for line in queue.read_bytes().splitlines()]
+
+
+def test_two_hundred_concurrent_events_arrive_exactly_once(tmp_path: Path, collector_for: Any) -> None:
+    port = free_port()
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
+    )
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(lambda i: run_emit(_payload(i), env), range(200)))
+    assert all(r.returncode == 0 and r.stdout == b"" for r in results)
+    queue = tmp_path / "data" / "spool" / "queue"
+    spooled = _spooled_ids(queue)
+    assert len(spooled) == 200 and len(set(spooled)) == 200, "no line lost or torn by concurrent appends"
+    assert "pending:  200 event message(s)" in run_cli("spool", "status", env=env).stdout
+
+    server = NatsServer(tmp_path / "nats", port=port).start()
+    try:
+        collector: Collector = collector_for(server.url)
+        flush = run_cli("spool", "flush", env=env)
+        assert flush.returncode == 0, flush.stderr
+        messages = collector.wait_for(200)
+        messages = collector.settle(0.5)
+        ids = [m.headers["Nats-Msg-Id"] for m in messages if m.headers]
+        assert len(messages) == 200
+        assert sorted(ids) == sorted(spooled)
+        assert len(set(ids)) == 200
+        commands = sorted(json.loads(m.data)["data"]["tool_input"]["command"] for m in messages)
+        assert commands == sorted(f"echo {i}" for i in range(200))
+        assert "pending:  0 event message(s)" in run_cli("spool", "status", env=env).stdout
+        again = run_cli("spool", "flush", env=env)
+        assert again.returncode == 0 and "nothing to send" in again.stdout
+        assert len(collector.settle(0.3)) == 200
+    finally:
+        server.stop()
+
+
+def test_next_emit_drains_the_spool_oldest_first(tmp_path: Path, collector_for: Any) -> None:
+    port = free_port()
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
+    )
+    for i in range(20):
+        assert run_emit(_payload(i), env).returncode == 0
+    server = NatsServer(tmp_path / "nats", port=port).start()
+    try:
+        collector: Collector = collector_for(server.url)
+        assert run_emit(_payload(99), env).returncode == 0
+        messages = collector.wait_for(21)
+        commands = [json.loads(m.data)["data"]["tool_input"]["command"] for m in messages]
+        assert commands[0] == "echo 99", "the live event goes first"
+        assert commands[1:] == [f"echo {i}" for i in range(20)], "then the spool, oldest first"
+        assert Spool(str(tmp_path / "data" / "spool")).is_empty()
+    finally:
+        server.stop()
+
+
+def test_full_spool_refuses_and_logs(tmp_path: Path) -> None:
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"),
+        AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}",
+        AGENTWATCH_SPOOL_MAX_BYTES="4000",
+    )
+    for i in range(20):
+        assert run_emit(_payload(i), env).returncode == 0
+    queue = tmp_path / "data" / "spool" / "queue"
+    kept = len(_spooled_ids(queue))
+    assert 0 < kept < 20
+    assert queue.stat().st_size <= 4000
+    crash = (tmp_path / "data" / "crash.jsonl").read_text().splitlines()
+    assert len(crash) == 20 - kept
+    assert all(json.loads(line)["kind"] == "spool_full" for line in crash)
+
+
+def test_resent_chunk_is_dropped_by_jetstream(tmp_path: Path) -> None:
+    """A flusher killed after publishing but before committing re-sends: JetStream keeps one copy."""
+    port = free_port()
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
+    )
+    for i in range(30):
+        run_emit(_payload(i), env)
+    spool_dir = tmp_path / "data" / "spool"
+    backup = tmp_path / "spool-copy"
+    shutil.copytree(spool_dir, backup)
+    server = NatsServer(tmp_path / "nats", port=port).start()
+    try:
+        assert run_cli("spool", "flush", env=env).returncode == 0
+        shutil.rmtree(spool_dir)
+        shutil.copytree(backup, spool_dir)  # as if the first flush never committed
+        assert run_cli("spool", "flush", env=env).returncode == 0
+
+        async def count() -> int:
+            nc = await nats.connect(server.url)
+            info = await nc.jetstream().stream_info("GENIE")
+            await nc.close()
+            return int(info.state.messages)
+
+        assert asyncio.run(count()) == 30
+    finally:
+        server.stop()
+
+
+def test_damaged_lines_are_skipped_not_fatal(tmp_path: Path, collector_for: Any) -> None:
+    port = free_port()
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
+    )
+    run_emit(_payload(1), env)
+    queue = tmp_path / "data" / "spool" / "queue"
+    with queue.open("ab") as f:
+        f.write(b"garbage without structure\n")
+    run_emit(_payload(2), env)
+    server = NatsServer(tmp_path / "nats", port=port).start()
+    try:
+        collector: Collector = collector_for(server.url)
+        flush = run_cli("spool", "flush", env=env)
+        assert flush.returncode == 0
+        assert "skipped 1 damaged line(s)" in flush.stdout
+        assert len(collector.wait_for(2)) == 2
+    finally:
+        server.stop()
+
+
+def test_flush_with_bus_down_says_what_to_do(tmp_path: Path) -> None:
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+    run_emit(_payload(1), env)
+    flush = run_cli("spool", "flush", "--timeout", "1", env=env)
+    assert flush.returncode == 2
+    assert "does not answer" in flush.stderr and "stay spooled" in flush.stderr
+    assert "pending:  1 event message(s)" in run_cli("spool", "status", env=env).stdout
+
+
+def test_an_event_counts_as_sent_once_the_stream_stored_it(tmp_path: Path, collector_for: Any) -> None:
+    """A server's PONG only proves it received the event; on a bus with JetStream the hook waits
+    for the stream's acknowledgement, and keeps the event until a stream has it."""
+    server = NatsServer(tmp_path / "nats", stream=False).start()
+    try:
+        env = clean_env(
+            AGENTWATCH_DATA_DIR=str(tmp_path / "data"),
+            AGENTWATCH_NATS_URL=server.url,
+            AGENTWATCH_DEADLINE_MS="300",
+        )
+        collector: Collector = collector_for(server.url)
+        assert run_emit(_payload(1), env).returncode == 0
+        assert len(collector.wait_for(1)) == 1, "live subscribers see it at once"
+        assert "pending:  1 event message(s)" in run_cli("spool", "status", env=env).stdout
+        make_stream(server.url)
+        assert run_emit(_payload(2), env).returncode == 0  # acknowledged, and drains the spool
+
+        async def stored() -> int:
+            nc = await nats.connect(server.url)
+            info = await nc.jetstream().stream_info("GENIE")
+            await nc.close()
+            return int(info.state.messages)
+
+        assert asyncio.run(stored()) == 2
+        assert "pending:  0 event message(s)" in run_cli("spool", "status", env=env).stdout
+    finally:
+        server.stop()

@@ -1,0 +1,276 @@
+"""The dashboard driven as a person would, through Textual's pilot, over deterministic fake sources."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from textual.widgets import Static
+
+from agentwatch.contract import envelopes_from_stdin
+from agentwatch.tui.app import AgentwatchApp, EventScreen, HelpScreen
+from agentwatch.tui.sources import Deliver, Status
+from agentwatch.tui.table import Table
+
+BASE = 1_795_000_000.0  # a fixed moment: the clock the app sees is fixed too
+SESSION = "5e55105e-1111-4000-8000-000000000000"
+
+
+def env_of(payload: dict[str, Any], at: float) -> list[dict[str, Any]]:
+    return [env for _, env in envelopes_from_stdin(json.dumps(payload).encode(), {}, now=at)]
+
+
+def team_traffic() -> list[dict[str, Any]]:
+    """A lead running a tool, a subagent under it, a teammate waiting for permission."""
+    out: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = [
+        {"hook_event_name": "UserPromptSubmit", "prompt": "Fix the flaky test"},
+        {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "pytest -q"},
+         "tool_use_id": "toolu_lead1"},
+        {"hook_event_name": "SubagentStart", "agent_id": "afd10a9f34e53e617", "agent_type": "Explore"},
+        {"hook_event_name": "PreToolUse", "agent_id": "afd10a9f34e53e617", "agent_type": "Explore",
+         "tool_name": "Grep", "tool_input": {"pattern": "flaky"}, "tool_use_id": "toolu_sub1"},
+        {"hook_event_name": "PreToolUse", "agent_id": "areviewer-4f6960afa371e571", "agent_type": "reviewer",
+         "tool_name": "WebFetch", "tool_input": {"url": "https://example.com/api-key=sk-ant-api03-"
+         + "x" * 30}, "tool_use_id": "toolu_rev1"},
+        {"hook_event_name": "PermissionRequest", "agent_id": "areviewer-4f6960afa371e571",
+         "agent_type": "reviewer", "tool_name": "WebFetch", "tool_input": {"url": "https://example.com"}},
+        {"hook_event_name": "PostToolUseFailure", "agent_id": "afd10a9f34e53e617", "agent_type": "Explore",
+         "tool_name": "Grep", "tool_input": {"pattern": "flaky"}, "tool_use_id": "toolu_sub1",
+         "error": "Exit code 2"},
+    ]  # fmt: skip
+    for i, step in enumerate(steps):
+        out += env_of({"session_id": SESSION, "cwd": "/repo", **step}, BASE - 60 + i)
+    return out
+
+
+class FakeLive:
+    """Delivers its envelopes, then waits; the test makes the bus go away and come back."""
+
+    def __init__(self, envelopes: list[dict[str, Any]]) -> None:
+        self.envelopes = envelopes
+        self.status: Status | None = None
+        self.deliver: Deliver | None = None
+
+    async def run(self, deliver: Deliver, status: Status) -> None:
+        self.deliver, self.status = deliver, status
+        status(True, "bus nats://fake:4222")
+        for env in self.envelopes:
+            deliver(env)
+        await asyncio.Event().wait()
+
+
+class FakeHistory:
+    def __init__(self, envelopes: list[dict[str, Any]] | None = None, error: Exception | None = None) -> None:
+        self.envelopes = envelopes or []
+        self.error = error
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:  # noqa: ARG002
+        assert "FROM events" in sql
+        if self.error is not None:
+            raise self.error
+        columns = ["id", "timestamp", "event", "kind", "agent", "team", "parent_agent", "agent_type",
+                   "session_id", "host", "tool_name", "tool_use_id", "text", "data"]  # fmt: skip
+        rows = [[e.get(c) if c != "data" else json.dumps(e["data"]) for c in columns] for e in self.envelopes]
+        for row in rows:
+            row[1] = str(row[1]).rstrip("Z")  # ClickHouse returns naive UTC
+        return {"columns": columns, "rows": rows}
+
+
+def make_app(live: list[dict[str, Any]], history: FakeHistory | None = None) -> AgentwatchApp:
+    return AgentwatchApp(FakeLive(live), history, clock=lambda: BASE)
+
+
+async def until(pilot: Any, check: Callable[[], object], timeout: float = 15.0) -> None:
+    """Let the app run until `check()` holds (the machine may be slow: no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(Exception):  # a widget not mounted yet
+            if check():
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for the app")
+        await pilot.pause(0.05)
+
+
+async def painted(pilot: Any, app: AgentwatchApp, events: int) -> None:
+    """Until `events` envelopes are in the model and the live view shows them."""
+
+    def done() -> bool:
+        feed = app.query_one("#feed", Table)
+        want = len(app.feed.lines(app.filter))
+        return app.feed.total >= events and feed.row_count == want and not app._pending and not app._dirty
+
+    await until(pilot, done)
+
+
+def status_text(app: AgentwatchApp) -> str:
+    return str(app.query_one("#status").render())
+
+
+def roster_rows(app: AgentwatchApp) -> list[list[str]]:
+    table = app.query_one("#roster", Table)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def feed_rows(app: AgentwatchApp) -> list[list[str]]:
+    table = app.query_one("#feed", Table)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_roster_states_nesting_and_permission_wait() -> None:
+    app = make_app(team_traffic())
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, 7)
+        rows = roster_rows(app)
+        by_name = {r[0].strip(" └"): r for r in rows}
+        lead = by_name["main-5e55105e"]
+        assert lead[2] == "working" and lead[3] == "Bash" and lead[4] == "59s"
+        sub = by_name["Explore-fd10a9f3"]
+        assert sub[2] == "thinking" and sub[7] == "1", "the failed call is counted"
+        reviewer = by_name["reviewer"]
+        assert reviewer[2] == "waiting" and reviewer[3] == "WebFetch"
+        names = [r[0] for r in rows]
+        assert names[0] == "main-5e55105e"
+        assert all(n.startswith("  └ ") for n in names[1:]), "subagent and teammate nest under the lead"
+
+
+async def test_feed_filter_and_event_drill_down() -> None:
+    app = make_app(team_traffic())
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, 7)
+        assert len(feed_rows(app)) == 7
+        await pilot.press("slash")
+        for ch in "tool:Grep":
+            await pilot.press(ch)
+        await until(pilot, lambda: len(feed_rows(app)) == 2)
+        rows = feed_rows(app)
+        assert len(rows) == 2 and all(r[1] == "Explore-fd10a9f3" for r in rows)
+        app.query_one("#filter").value = "reviewer"  # type: ignore[attr-defined]
+        await until(pilot, lambda: len(feed_rows(app)) == 2 and feed_rows(app)[0][1] == "reviewer")
+        rows = feed_rows(app)
+        assert [r[2] for r in rows] == ["PreToolUse", "PermissionRequest"]
+        feed = app.query_one("#feed", Table)
+        feed.focus()
+        feed.move_cursor(0)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, EventScreen))
+        shown = " ".join(str(s.render()) for s in app.screen.query(Static))
+        assert "[REDACTED:anthropic_key]" in shown, "redaction markers stay visible in the detail"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, EventScreen)
+
+
+async def test_bus_goes_away_and_comes_back() -> None:
+    live = FakeLive(team_traffic()[:2])
+    app = AgentwatchApp(live, None, clock=lambda: BASE)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, 2)
+        assert "bus nats://fake:4222" in status_text(app)
+        assert live.status is not None and live.deliver is not None
+        live.status(False, "bus away at nats://fake:4222; reconnecting")
+        await until(pilot, lambda: "bus away" in status_text(app))
+        live.status(True, "bus nats://fake:4222")
+        live.deliver(team_traffic()[2])
+        await painted(pilot, app, 3)
+        assert "bus away" not in status_text(app)
+        assert len(feed_rows(app)) == 3, "events flow again after the bus came back"
+
+
+async def test_history_fills_the_roster_and_store_errors_are_said() -> None:
+    history = team_traffic()
+    app = make_app([], FakeHistory(history))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: "recent events loaded" in status_text(app))
+        await painted(pilot, app, 7)
+        assert {r[0].strip(" └") for r in roster_rows(app)} == {
+            "main-5e55105e",
+            "Explore-fd10a9f3",
+            "reviewer",
+        }
+        assert "7 recent events loaded" in str(app.query_one("#status").render())
+    broken = make_app([], FakeHistory(error=OSError("connection refused")))
+    async with broken.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: "store unreachable" in status_text(broken))
+
+
+async def test_help_pause_and_sort_keys() -> None:
+    app = make_app(team_traffic())
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, 7)
+        await pilot.press("question_mark")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.press("p")
+        assert app.paused
+        assert app.live.__class__ is FakeLive
+        app.deliver(team_traffic()[0])
+        await pilot.pause(0.4)
+        assert len(feed_rows(app)) == 7, "paused: nothing new painted"
+        await pilot.press("p")
+        await painted(pilot, app, 8)
+        assert len(feed_rows(app)) == 8
+        await pilot.press("s")
+        assert app.sort == "recent"
+
+
+def test_main_screen_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(make_app(team_traffic()), terminal_size=(140, 30), run_before=_settle)
+
+
+async def _settle(pilot: Any) -> None:
+    await pilot.pause(0.5)
+
+
+async def test_raw_bus_bytes_are_decoded_and_bad_ones_skipped() -> None:
+    from agentwatch.contract import encode_envelope
+
+    envelopes = team_traffic()
+    live = FakeLive([])
+    app = AgentwatchApp(live, None, clock=lambda: BASE)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: live.deliver is not None)
+        assert live.deliver is not None
+        live.deliver(b"not json")
+        live.deliver(b"[1, 2]")
+        for env in envelopes:
+            live.deliver(encode_envelope(env))
+        await painted(pilot, app, 7)
+        assert app.feed.total == 7, "the two bad messages were skipped"
+        feed = app.query_one("#feed", Table)
+        feed.focus()
+        feed.move_cursor(4)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, EventScreen))
+        shown = " ".join(str(s.render()) for s in app.screen.query(Static))
+        assert "[REDACTED:anthropic_key]" in shown and '"tool_input"' in shown, "the payload, from the bytes"
+
+
+async def test_full_garbage_collections_run_on_the_apps_timer() -> None:
+    import gc
+
+    app = make_app(team_traffic())
+    app.full_collection_seconds = 0.1
+    before = gc.get_stats()[2]["collections"]
+    threshold = gc.get_threshold()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: gc.get_stats()[2]["collections"] >= before + 3)
+        assert gc.get_threshold()[2] > threshold[2], "Python's own full collections are held off"
+        assert app.is_running
+    assert gc.get_threshold() == threshold and gc.get_freeze_count() == 0, "restored on exit"
+
+
+async def test_an_agent_filter_narrows_the_roster_too() -> None:
+    app = make_app(team_traffic())
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, 7)
+        app.query_one("#filter").value = "agent:reviewer"  # type: ignore[attr-defined]
+        await until(pilot, lambda: [r[0].strip(" └") for r in roster_rows(app)] == ["reviewer"])
+        assert {r[1] for r in feed_rows(app)} == {"reviewer"}
+        app.query_one("#filter").value = ""  # type: ignore[attr-defined]
+        await until(pilot, lambda: len(roster_rows(app)) == 3)

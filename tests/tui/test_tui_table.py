@@ -1,0 +1,104 @@
+"""The on-demand table: rows from a sequence, only visible ones formatted, text never markup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from agentwatch.tui.table import Table
+from tests.tui.test_tui_app import until
+
+
+class Host(App[None]):
+    def __init__(self, rows: list[Any]) -> None:
+        super().__init__()
+        self.rows = rows
+        self.formatted: list[int] = []
+        self.selected: list[int] = []
+
+    def compose(self) -> ComposeResult:
+        yield Table(id="t")
+
+    def cells(self, item: int) -> list[str | Text]:
+        self.formatted.append(item)
+        if item == 13:
+            raise ValueError("unlucky")
+        return [str(item), f"row {item} [/] [bold]not bold[/bold]"]
+
+    def on_mount(self) -> None:
+        table = self.query_one(Table)
+        table.set_columns([("n", 6), ("text", None)])
+        table.set_rows(self.rows, self.cells, follow=True)
+        table.focus()
+
+    def on_table_row_selected(self, event: Table.RowSelected) -> None:
+        self.selected.append(event.cursor_row)
+
+
+def screen_lines(app: App[None]) -> list[str]:
+    table = app.query_one(Table)
+    return [table.render_line(y).text for y in range(table.scrollable_content_region.height)]
+
+
+async def test_a_huge_sequence_costs_only_the_visible_rows() -> None:
+    app = Host(list(range(100_000)))
+    async with app.run_test(size=(60, 12)) as pilot:
+        await until(pilot, lambda: app.formatted)
+        table = app.query_one(Table)
+        assert table.row_count == 100_000 and table.cursor_row == 99_999, "follow: the newest row"
+        lines = screen_lines(app)
+        assert lines[0].split() == ["n", "text"]
+        assert lines[-1].lstrip().startswith("99999"), lines
+        assert len(set(app.formatted)) < 100, "only what is on screen was formatted"
+
+
+async def test_text_is_never_markup_and_a_bad_row_does_not_break_the_table() -> None:
+    app = Host(list(range(20)))
+    async with app.run_test(size=(60, 30)) as pilot:
+        await until(pilot, lambda: app.formatted)
+        text = "\n".join(screen_lines(app))
+        assert "row 3 [/] [bold]not bold[/bold]" in text
+        assert "(cannot show this row: ValueError)" in text
+
+
+async def test_keys_move_the_cursor_and_enter_selects() -> None:
+    app = Host(list(range(50)))
+    async with app.run_test(size=(60, 12)) as pilot:
+        await until(pilot, lambda: app.formatted)
+        table = app.query_one(Table)
+        await pilot.press("home")
+        assert table.cursor_row == 0 and round(table.scroll_y) == 0
+        await pilot.press("down", "down", "enter")
+        await until(pilot, lambda: app.selected == [2])
+        await pilot.press("pagedown")
+        assert table.cursor_row > 2
+        await pilot.press("end")
+        assert table.cursor_row == 49
+        visible = table.scrollable_content_region.height - 1
+        assert round(table.scroll_y) == 50 - visible, "the cursor row is scrolled into view"
+        # rows may shrink under the cursor: it stays on the last one
+        table.set_rows(list(range(5)), app.cells)
+        assert table.cursor_row == 4
+
+
+async def test_stable_rows_are_formatted_once_while_they_stay_on_screen() -> None:
+    app = Host(list(range(1000)))
+    async with app.run_test(size=(60, 12)) as pilot:
+        await until(pilot, lambda: app.formatted)
+        table = app.query_one(Table)
+        rows = list(range(1000))
+        table.set_rows(rows, app.cells, follow=True, stable=True)
+        await pilot.pause()
+        app.formatted.clear()
+        rows.append(1000)  # one new row: the view scrolls by one
+        table.set_rows(rows, app.cells, follow=True, stable=True)
+        await pilot.pause()
+        # the new last row, and the old one that lost the cursor; nothing else
+        assert sorted(set(app.formatted)) == [999, 1000], app.formatted
+        app.formatted.clear()
+        table.forget_lines()
+        table.refresh()
+        await pilot.pause()
+        assert len(set(app.formatted)) > 5, "forget_lines renders every visible line again"

@@ -1,0 +1,508 @@
+"""The "Tools and history" view: its SQL against the real schema on embedded ClickHouse, and the
+screen driven through Textual's pilot over a deterministic fake store."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from clickhouse_connect.driver.client import Client
+from textual.app import App
+from textual.widgets import DataTable, Static
+
+from agentwatch.contract import encode_envelope, envelopes_from_stdin
+from agentwatch.store.migrations import apply_migrations
+from agentwatch.store.writes import insert_batch
+from agentwatch.tui.common import format_duration
+from agentwatch.tui.tools_view import (
+    SESSIONS_LIMIT,
+    WINDOW_ORDER,
+    ToolsScreen,
+    format_start,
+    sessions_sql,
+    short_session,
+    shorten,
+    tool_stats_sql,
+)
+
+# --- data in the real schema ------------------------------------------------------------------
+
+RUNNING = "5e55a000-0000-4000-8000-000000000001"  # Bash and Read calls, a turn still going
+FAILED = "b0b0f000-0000-4000-8000-000000000002"  # 20 minutes ago, ended on a StopFailure
+ENDED = "c0c0e000-0000-4000-8000-000000000003"  # 3 hours ago, a Grep call, then SessionEnd
+IDLE = "d0d0d000-0000-4000-8000-000000000004"  # an Agent call from 2 hours ago that ended 10 min ago
+OLD = "e0e0e000-0000-4000-8000-000000000005"  # 3 days ago, a denied WebFetch
+
+
+def _call(session: str, event: str, tool: str, tool_use_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "cwd": "/srv/proj",
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_use_id": tool_use_id,
+        "tool_input": {"command": f"run {tool_use_id}"},
+        **extra,
+    }
+
+
+def scripted_steps() -> list[tuple[float, dict[str, Any]]]:
+    """(seconds before now, payload) of every event. Durations come from the payloads (exact),
+    except the Agent call's and the denied call's (ended - started)."""
+    steps: list[tuple[float, dict[str, Any]]] = [
+        (-2400, {"session_id": RUNNING, "hook_event_name": "SessionStart", "source": "startup"}),
+        (-2399, {"session_id": RUNNING, "hook_event_name": "UserPromptSubmit", "prompt": "go"}),
+        # two Read calls half an hour ago: in the last hour, not in the last 15 minutes
+        (-1800, _call(RUNNING, "PreToolUse", "Read", "tu_read1")),
+        (-1799, _call(RUNNING, "PostToolUse", "Read", "tu_read1", duration_ms=50, tool_response={})),
+        (-1790, _call(RUNNING, "PreToolUse", "Read", "tu_read2")),
+        (-1789, _call(RUNNING, "PostToolUse", "Read", "tu_read2", duration_ms=70, tool_response={})),
+        # a Read result whose call was never seen, 5 minutes ago
+        (-300, _call(RUNNING, "PostToolUse", "Read", "tu_read_orphan", duration_ms=30, tool_response={})),
+        # and one Bash call still running
+        (-60, _call(RUNNING, "PreToolUse", "Bash", "tu_bash_running")),
+    ]
+    # 21 Bash calls in the last 10 minutes taking 100, 200, ... 2100 ms: p50 1100, p95 2000, max
+    # 2100 exactly. Two fail, one is interrupted.
+    for i in range(21):
+        at = -600 + 20 * i
+        tu = f"tu_bash{i:02d}"
+        steps.append((at, _call(RUNNING, "PreToolUse", "Bash", tu)))
+        result: dict[str, Any] = {"duration_ms": (i + 1) * 100}
+        if i in (2, 5):
+            event, result = "PostToolUseFailure", {**result, "error": "Exit code 1"}
+        elif i == 8:
+            event, result = (
+                "PostToolUseFailure",
+                {**result, "error": "interrupted by user", "is_interrupt": True},
+            )
+        else:
+            event, result = "PostToolUse", {**result, "tool_response": {}}
+        steps.append((at + 1, _call(RUNNING, event, "Bash", tu, **result)))
+    steps += [
+        (-1200, {"session_id": FAILED, "hook_event_name": "SessionStart", "source": "startup"}),
+        (-1199, {"session_id": FAILED, "hook_event_name": "UserPromptSubmit", "prompt": "hi"}),
+        (-1140, {"session_id": FAILED, "hook_event_name": "StopFailure", "error": "rate_limit"}),
+        (-7200, {"session_id": IDLE, "hook_event_name": "UserPromptSubmit", "prompt": "plan"}),
+        (-7190, _call(IDLE, "PreToolUse", "Agent", "tu_agent")),
+        (-600, _call(IDLE, "PostToolUse", "Agent", "tu_agent", tool_response={})),
+        (-540, {"session_id": IDLE, "hook_event_name": "Stop", "last_assistant_message": "done"}),
+        (-10800, {"session_id": ENDED, "hook_event_name": "SessionStart", "source": "startup"}),
+        (-10790, _call(ENDED, "PreToolUse", "Grep", "tu_grep")),
+        (-10789, _call(ENDED, "PostToolUse", "Grep", "tu_grep", duration_ms=10, tool_response={})),
+        (-10700, {"session_id": ENDED, "hook_event_name": "Stop", "last_assistant_message": "done"}),
+        (-10200, {"session_id": ENDED, "hook_event_name": "SessionEnd", "reason": "logout"}),
+        (-259200, _call(OLD, "PreToolUse", "WebFetch", "tu_fetch")),
+        (-259199, _call(OLD, "PermissionDenied", "WebFetch", "tu_fetch", reason="auto mode")),
+    ]
+    return steps
+
+
+@pytest.fixture
+def store(chdb_database: Client) -> Client:
+    apply_migrations(chdb_database)
+    now = float(round(time.time()))  # whole seconds: every offset lands on an exact millisecond
+    bodies = []
+    for offset, payload in scripted_steps():
+        for _, env in envelopes_from_stdin(json.dumps(payload).encode(), {}, host="host-1", now=now + offset):
+            bodies.append(encode_envelope(env))
+    insert_batch(chdb_database, bodies, [])
+    insert_batch(chdb_database, bodies[::4], [])  # some delivered twice: still counted once
+    return chdb_database
+
+
+def run(client: Client, sql: str) -> list[dict[str, Any]]:
+    return list(client.query(sql).named_results())
+
+
+TOOL_KEYS = ("tool", "calls", "failures", "denied", "failure_pct", "p50_ms", "p95_ms", "max_ms", "unpaired")
+BASH = ("Bash", 22, 3, 0, 14.3, 1100, 2000, 2100, 1)
+AGENT = ("Agent", 1, 0, 0, 0.0, 6_590_000, 6_590_000, 6_590_000, 0)
+GREP = ("Grep", 1, 0, 0, 0.0, 10, 10, 10, 0)
+WEBFETCH = ("WebFetch", 1, 0, 1, 0.0, 1000, 1000, 1000, 0)
+EXPECTED_TOOLS = {
+    # the orphan result only: the two Read calls started half an hour ago
+    "15m": [BASH, ("Read", 1, 0, 0, 0.0, 30, 30, 30, 1)],
+    "1h": [BASH, ("Read", 3, 0, 0, 0.0, 50, 68, 70, 1)],
+    # the Agent call ended 10 minutes ago but started 2 hours ago: counted from the last day on
+    "1d": [BASH, ("Read", 3, 0, 0, 0.0, 50, 68, 70, 1), AGENT, GREP],
+    "all": [BASH, ("Read", 3, 0, 0, 0.0, 50, 68, 70, 1), AGENT, GREP, WEBFETCH],
+}
+
+
+@pytest.mark.parametrize("window", WINDOW_ORDER)
+def test_tool_stats_per_window(store: Client, window: str) -> None:
+    got = run(store, tool_stats_sql(window))
+    assert [tuple(row[k] for k in TOOL_KEYS) for row in got] == EXPECTED_TOOLS[window]
+    bash = got[0]
+    assert bash["finished"] == 21, "the running call is not finished: the rate is over 21"
+    assert bash["last_error"] == "interrupted by user", "the latest failure's text"
+
+
+def test_tool_stats_sorts(store: Client) -> None:
+    by_rate = [row["tool"] for row in run(store, tool_stats_sql("all", "failure rate"))]
+    assert by_rate[0] == "Bash"
+    by_p95 = [row["tool"] for row in run(store, tool_stats_sql("all", "p95"))]
+    assert by_p95 == ["Agent", "Bash", "WebFetch", "Read", "Grep"]
+    assert [row["tool"] for row in run(store, tool_stats_sql("all", "calls"))][:2] == ["Bash", "Read"]
+
+
+SESSION_KEYS = (
+    "session_id",
+    "agent",
+    "outcome",
+    "events",
+    "tool_calls",
+    "errors",
+    "duration_ms",
+    "end_reason",
+)
+S_RUNNING = (RUNNING, "main-5e55a000", "running", 50, 24, 3, 2_340_000, "")
+S_FAILED = (FAILED, "main-b0b0f000", "failed", 3, 0, 1, 60_000, "")
+S_IDLE = (IDLE, "main-d0d0d000", "idle", 4, 1, 0, 6_660_000, "")
+S_ENDED = (ENDED, "main-c0c0e000", "ended", 5, 1, 0, 600_000, "logout")
+S_OLD = (OLD, "main-e0e0e000", "running", 2, 1, 0, 1000, "")
+EXPECTED_SESSIONS = {
+    "15m": [S_RUNNING, S_IDLE],
+    "1h": [S_FAILED, S_RUNNING, S_IDLE],
+    "1d": [S_FAILED, S_RUNNING, S_IDLE, S_ENDED],
+    "all": [S_FAILED, S_RUNNING, S_IDLE, S_ENDED, S_OLD],
+}
+
+
+@pytest.mark.parametrize("window", WINDOW_ORDER)
+def test_sessions_per_window(store: Client, window: str) -> None:
+    got = run(store, sessions_sql(window))
+    assert [tuple(row[k] for k in SESSION_KEYS) for row in got] == EXPECTED_SESSIONS[window]
+    seen = {row["session_id"]: row["seen_s"] for row in got}
+    assert 55 <= seen[RUNNING] <= 120, "seconds since the running session's latest event"
+    assert sessions_sql(window).rstrip().endswith(f"LIMIT {SESSIONS_LIMIT}")
+
+
+def test_sql_takes_known_names_only() -> None:
+    for bad in ("2h", "1h; DROP TABLE events", ""):
+        with pytest.raises(ValueError, match="unknown window"):
+            tool_stats_sql(bad)
+        with pytest.raises(ValueError, match="unknown window"):
+            sessions_sql(bad)
+    with pytest.raises(ValueError, match="unknown sort"):
+        tool_stats_sql("1h", "tool; --")
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (None, "-"),
+        (0, "0ms"),
+        (120, "120ms"),
+        (999.4, "999ms"),
+        (1000, "1.0s"),
+        (3400, "3.4s"),
+        (42_000, "42s"),
+        (125_000, "2m05s"),
+        (6_590_000, "1h49m"),
+        (3 * 86_400_000 + 4 * 3_600_000, "3d04h"),
+    ],
+)
+def test_format_duration(ms: float | None, text: str) -> None:
+    assert format_duration(ms) == text
+
+
+def test_names_are_cut_sensibly() -> None:
+    assert short_session(RUNNING) == "5e55a000"
+    assert short_session(RUNNING, 36) == RUNNING
+    cut = shorten("mcp__github__create_pull_request", 16)
+    assert len(cut) == 16 and cut.startswith("mcp__gi") and cut.endswith("request") and "…" in cut
+    assert shorten("Bash", 16) == "Bash"
+    assert format_start("2026-11-22T03:37:45.193Z", NOW) == "03:37:45"
+    assert format_start("2026-11-21T23:59:00", NOW) == "11-21 23:59"
+
+
+# --- the screen, over a fake store ------------------------------------------------------------
+
+NOW = 1_795_310_400.0  # 2026-11-22 01:20:00 UTC: the clock the screen sees
+TOOL_COLUMNS = ["tool", "calls", "failures", "denied", "finished", "failure_pct", "timed", "q", "p50_ms",
+                "p95_ms", "max_ms", "unpaired", "last_error"]  # fmt: skip
+TOOL_ROWS = [
+    ["Bash", 22, 3, 0, 21, 14.3, 21, [1100.0, 2000.0], 1100, 2000, 2100, 1, "Exit code 1: tests failed"],
+    ["mcp__github__create_pull_request", 4, 0, 1, 4, 0.0, 4, [3400.0, 9100.0], 3400, 9100, 125_000, 0, ""],
+    ["Read", 3, 0, 0, 3, 0.0, 3, [50.0, 68.0], 50, 68, 70, 1, ""],
+    ["Task", 1, 0, 0, 0, None, 0, [None, None], None, None, None, 1, ""],
+]
+SESSION_COLUMNS = ["session_id", "agent", "team", "host", "started", "ended", "end_reason", "last_seen",
+                   "duration_ms", "seen_s", "events", "tool_calls", "errors", "prompts", "subagents",
+                   "outcome"]  # fmt: skip
+SESSION_ROWS = [
+    [FAILED, "main-b0b0f000", "session-b0b0f000", "host-1", "2026-11-22T01:00:00Z", None, "",
+     "2026-11-22T01:01:00Z", 60_000, 1140, 3, 0, 1, 1, 0, "failed"],
+    [RUNNING, "main-5e55a000", "session-5e55a000", "host-1", "2026-11-22T00:40:00Z", None, "",
+     "2026-11-22T01:19:00Z", 2_340_000, 60, 50, 24, 3, 1, 0, "running"],
+    [IDLE, "researcher-with-a-long-name", "alpha", "host-2", "2026-11-21T23:20:00Z", None, "",
+     "2026-11-22T01:11:00Z", 6_660_000, 540, 4, 1, 0, 1, 2, "idle"],
+    [ENDED, "main-c0c0e000", "session-c0c0e000", "host-1", "2026-11-21T22:20:00Z", "2026-11-21T22:30:00Z",
+     "logout", "2026-11-21T22:30:00Z", 600_000, 10_200, 5, 1, 0, 1, 0, "ended"],
+]  # fmt: skip
+
+
+class FakeStore:
+    """Answers the two queries of the screen with fixed rows; can be made unreachable or failing."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+        self.unreachable: Exception | None = None
+        self.error: str | None = None
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:  # noqa: ARG002
+        self.sql.append(sql)
+        return self.answer(sql)
+
+    def answer(self, sql: str) -> dict[str, Any]:
+        if self.unreachable is not None:
+            raise self.unreachable
+        if self.error is not None:
+            return {"error": self.error}
+        if "FROM tool_calls" in sql:
+            return {"columns": TOOL_COLUMNS, "rows": TOOL_ROWS}
+        assert "FROM sessions" in sql
+        return {"columns": SESSION_COLUMNS, "rows": SESSION_ROWS}
+
+
+class Host(App[None]):
+    """A bare app with one line of its own, that opens the view on start."""
+
+    def __init__(self, store: FakeStore, refresh_seconds: float = 5.0) -> None:
+        super().__init__()
+        self.store = store
+        self.refresh_seconds = refresh_seconds
+
+    def compose(self) -> Any:
+        yield Static("host screen", id="host")
+
+    def on_mount(self) -> None:
+        self.push_screen(ToolsScreen(self.store, refresh_seconds=self.refresh_seconds, clock=lambda: NOW))
+
+
+def cells(screen: ToolsScreen, table_id: str) -> list[list[str]]:
+    table = screen.query_one(table_id, DataTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def labels(screen: ToolsScreen, table_id: str) -> list[str]:
+    table = screen.query_one(table_id, DataTable)
+    return [str(col.label) for col in table.columns.values()]
+
+
+def text_of(screen: ToolsScreen, widget_id: str) -> str:
+    return str(screen.query_one(widget_id, Static).render())
+
+
+def shown(widget: Static) -> bool:
+    return bool(widget.display)
+
+
+async def settle(app: App[Any], pilot: Any) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def test_tables_at_80x24() -> None:
+    app = Host(FakeStore())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ToolsScreen)
+        assert labels(screen, "#tools-stats") == [
+            "tool",
+            "calls",
+            "fail",
+            "fail%",
+            "p50",
+            "p95",
+            "max",
+            "unpaired",
+        ]
+        assert cells(screen, "#tools-stats") == [
+            ["Bash", "22", "3", "14.3%", "1.1s", "2.0s", "2.1s", "1"],
+            ["mcp__github…pull_request", "4", "0", "0.0%", "3.4s", "9.1s", "2m05s", "0"],
+            ["Read", "3", "0", "0.0%", "50ms", "68ms", "70ms", "1"],
+            ["Task", "1", "0", "-", "-", "-", "-", "1"],
+        ]
+        assert labels(screen, "#tools-sessions") == [
+            "session", "agent", "start UTC", "dur", "events", "calls", "err", "outcome",
+        ]  # fmt: skip
+        assert cells(screen, "#tools-sessions") == [
+            ["b0b0f000", "main-b0b0f000", "01:00:00", "1m00s", "3", "0", "1", "failed"],
+            ["5e55a000", "main-5e55a000", "00:40:00", "39m00s", "50", "24", "3", "running"],
+            ["d0d0d000", "resear…ng-name", "11-21 23:20", "1h51m", "4", "1", "0", "idle"],
+            ["c0c0e000", "main-c0c0e000", "11-21 22:20", "10m00s", "5", "1", "0", "ended"],
+        ]
+        title = text_of(screen, "#tools-title")
+        assert "last hour" in title and "sorted by calls" in title and "updated 01:20:00 UTC" in title
+        for table_id in ("#tools-stats", "#tools-sessions"):
+            table = screen.query_one(table_id, DataTable)
+            assert table.virtual_size.width <= table.size.width, f"{table_id} fits without scrolling"
+
+
+async def test_wide_screen_shows_more() -> None:
+    app = Host(FakeStore())
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ToolsScreen)
+        assert labels(screen, "#tools-stats")[-3:] == ["denied", "unpaired", "last error"]
+        rows = cells(screen, "#tools-stats")
+        assert rows[0][-1] == "Exit code 1: tests failed"
+        assert rows[1][0] == "mcp__github__create_pull_request", "the whole name when there is room"
+        sessions = cells(screen, "#tools-sessions")
+        assert labels(screen, "#tools-sessions")[-1] == "end reason"
+        assert sessions[1][:3] == [RUNNING, "main-5e55a000", "session-5e55a000"]
+        assert sessions[3][-2:] == ["ended", "logout"]
+        for table_id in ("#tools-stats", "#tools-sessions"):
+            table = screen.query_one(table_id, DataTable)
+            assert table.virtual_size.width <= table.size.width, f"{table_id} fits without scrolling"
+
+
+@pytest.mark.parametrize("width", [80, 100, 139, 140, 179, 180, 240])
+async def test_both_tables_fit_every_width(width: int) -> None:
+    app = Host(FakeStore())
+    async with app.run_test(size=(width, 24)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ToolsScreen)
+        for table_id in ("#tools-stats", "#tools-sessions"):
+            table = screen.query_one(table_id, DataTable)
+            assert table.virtual_size.width <= table.size.width, f"{table_id} fits at {width} columns"
+            assert table.row_count == 4
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        await pilot.resize_terminal(width + 60, 30)
+        await pilot.pause()
+        for table_id in ("#tools-stats", "#tools-sessions"):
+            table = screen.query_one(table_id, DataTable)
+            assert table.virtual_size.width <= table.size.width, f"{table_id} fits after a resize"
+            assert table.row_count == 4, "repainted after the resize and the theme change"
+
+
+async def test_window_and_sort_keys_issue_the_matching_sql() -> None:
+    store = FakeStore()
+    app = Host(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ToolsScreen)
+        assert store.sql[-2:] == [tool_stats_sql("1h"), sessions_sql("1h")]
+        for key, window, words in [
+            ("1", "15m", "last 15 min"),
+            ("3", "1d", "last day"),
+            ("4", "all", "all time"),
+        ]:
+            await pilot.press(key)
+            await settle(app, pilot)
+            assert store.sql[-2:] == [tool_stats_sql(window), sessions_sql(window)]
+            assert words in text_of(screen, "#tools-title")
+        await pilot.press("w")  # all -> 15m
+        await settle(app, pilot)
+        assert store.sql[-2:] == [tool_stats_sql("15m"), sessions_sql("15m")]
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert store.sql[-2] == tool_stats_sql("15m", "failure rate")
+        assert "sorted by failure rate" in text_of(screen, "#tools-title")
+        asked = len(store.sql)
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert len(store.sql) == asked + 2
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ToolsScreen)
+        assert str(app.screen.query_one("#host", Static).render()) == "host screen"
+
+
+async def test_store_errors_are_said_and_it_recovers() -> None:
+    store = FakeStore()
+    store.unreachable = OSError("connection refused")
+    app = Host(store, refresh_seconds=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ToolsScreen)
+        status = screen.query_one("#tools-status", Static)
+        assert (
+            text_of(screen, "#tools-status") == "store unreachable: connection refused; retrying every 0.2s"
+        )
+        assert shown(status) and status.has_class("-error")
+        assert cells(screen, "#tools-stats") == []
+        asked = len(store.sql)
+        await pilot.pause(0.5)
+        await settle(app, pilot)
+        assert len(store.sql) > asked, "it keeps asking"
+
+        store.unreachable = None
+        store.error = "Code: 60. DB::Exception: Unknown table expression identifier 'tool_calls'"
+        await pilot.pause(0.4)
+        await settle(app, pilot)
+        assert text_of(screen, "#tools-status").startswith(
+            "store error: Code: 60. DB::Exception: Unknown table"
+        )
+
+        store.error = None
+        await pilot.pause(0.4)
+        await settle(app, pilot)
+        assert not shown(status), "the error line goes once the store answers"
+        assert len(cells(screen, "#tools-stats")) == 4
+        assert "updated 01:20:00 UTC" in text_of(screen, "#tools-title")
+
+        store.unreachable = LookupError("no store answered on agentwatch.query")
+        await pilot.pause(0.4)
+        await settle(app, pilot)
+        assert "store unreachable: no store answered" in text_of(screen, "#tools-status")
+        assert len(cells(screen, "#tools-stats")) == 4, "the last answer stays on screen"
+        assert "data from 01:20:00 UTC" in text_of(screen, "#tools-title")
+        await pilot.press("q")
+        await pilot.pause()
+        assert not isinstance(app.screen, ToolsScreen)
+
+
+class SlowStore(FakeStore):
+    """Holds the hour's tool query until released; answers the 15 minutes with Bash only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def answer(self, sql: str) -> dict[str, Any]:
+        if sql == tool_stats_sql("1h"):
+            self.release.wait(10)
+        result = super().answer(sql)
+        if "INTERVAL 15 MINUTE" in sql and "FROM tool_calls" in sql:
+            result = {**result, "rows": result["rows"][:1]}
+        return result
+
+
+async def test_a_late_answer_for_the_previous_window_is_dropped() -> None:
+    store = SlowStore()
+    app = Host(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ToolsScreen)
+        assert store.sql == [tool_stats_sql("1h")], "the hour's answer is held back"
+        await pilot.press("1")
+        await pilot.pause(0.3)
+        assert [r[0] for r in cells(screen, "#tools-stats")] == ["Bash"]
+        store.release.set()
+        await settle(app, pilot)
+        assert store.sql[-1] == sessions_sql("1h"), "the held query did finish"
+        assert [r[0] for r in cells(screen, "#tools-stats")] == ["Bash"], "but its rows are not shown"
+        assert "last 15 min" in text_of(screen, "#tools-title")
+
+
+def test_tools_screen_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(Host(FakeStore()), terminal_size=(80, 24), run_before=_settle_for_snapshot)
+
+
+async def _settle_for_snapshot(pilot: Any) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause(0.2)

@@ -1,0 +1,651 @@
+"""agentwatch's hook registration in Claude Code settings files.
+
+These files belong to the user and to other tools too, so most tests check what must *not*
+change: other keys, other events, other handlers, key order, and the bytes of a file we refuse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentwatch.cli import main
+from agentwatch.contract import HOOK_EVENTS
+from agentwatch.emitter import settings as cs
+
+OTHER_TOOL = {"type": "command", "command": "/usr/local/bin/other-tool --log", "timeout": 30}
+
+
+@pytest.fixture
+def emit(tmp_path: Path) -> str:
+    """A hook command whose path needs quoting, as a venv under a home with spaces would give."""
+    return shlex.quote(str(tmp_path / "my venv" / "bin" / "agentwatch-emit"))
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Path:
+    return tmp_path / "claude" / "settings.json"
+
+
+def write_json(path: Path, value: Any, indent: int | None = None) -> bytes:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(value, indent=indent, ensure_ascii=False).encode()
+    path.write_bytes(data)
+    return data
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def ordered(value: Any) -> str:
+    """A form of `value` in which key order counts, for comparing files object by object."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def own_handlers(value: Any, event: str) -> list[Any]:
+    return [h for g in value["hooks"].get(event, []) for h in g["hooks"] if cs.is_agentwatch_handler(h)]
+
+
+def backup_of(path: Path) -> Path:
+    return path.with_name(path.name + ".agentwatch-backup")
+
+
+ORIGINALS: dict[str, dict[str, Any]] = {
+    "other keys and hooks": {
+        "model": "opus",
+        "env": {"FOO": "bär"},
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [OTHER_TOOL]}],
+            "SomeFutureEvent": [{"hooks": [OTHER_TOOL]}],
+        },
+        "permissions": {"allow": ["Bash(ls:*)"]},
+    },
+    "same event from another tool": {
+        "hooks": {"Stop": [{"hooks": [OTHER_TOOL]}], "SessionEnd": [{"hooks": [OTHER_TOOL, OTHER_TOOL]}]},
+    },
+    "skipped events used by others": {
+        "hooks": {
+            "WorktreeCreate": [{"hooks": [{"type": "command", "command": "make-worktree"}]}],
+            "FileChanged": [{"matcher": ".envrc", "hooks": [OTHER_TOOL]}],
+        },
+        "statusLine": {"type": "command", "command": "status"},
+    },
+    "no hooks at all": {"theme": "dark", "includeCoAuthoredBy": False},
+    "empty groups of others": {"hooks": {"Stop": [{"hooks": []}], "SomeFutureEvent": []}},
+}
+
+
+# -- what gets registered -------------------------------------------------------------------
+
+
+def test_registered_events_are_all_but_worktree_create_and_file_changed() -> None:
+    assert len(HOOK_EVENTS) == 33
+    assert len(cs.REGISTERED_EVENTS) == 31
+    assert "WorktreeCreate" not in cs.REGISTERED_EVENTS
+    assert "FileChanged" not in cs.REGISTERED_EVENTS
+    assert list(cs.REGISTERED_EVENTS) == [
+        e for e in HOOK_EVENTS if e not in {"WorktreeCreate", "FileChanged"}
+    ]
+
+
+def test_install_into_a_missing_file_registers_every_event(settings: Path, emit: str) -> None:
+    message = cs.install(settings, emit)
+
+    written = load(settings)
+    assert list(written) == ["hooks"]
+    assert list(written["hooks"]) == list(cs.REGISTERED_EVENTS)
+    for event in cs.REGISTERED_EVENTS:
+        assert written["hooks"][event] == [{"hooks": [{"type": "command", "command": emit, "timeout": 5}]}]
+    assert settings.read_text(encoding="utf-8") == json.dumps(written, indent=2) + "\n"
+    assert message == f"installed agentwatch hooks for 31 events in {settings} (new file)"
+    assert not backup_of(settings).exists()
+
+
+def test_timeout_and_async_go_into_the_handler(settings: Path, emit: str) -> None:
+    cs.install(settings, emit, timeout=9, async_=True)
+    handler = load(settings)["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert handler == {"type": "command", "command": emit, "timeout": 9, "async": True}
+
+
+def test_handler_is_synchronous_unless_asked() -> None:
+    assert "async" not in cs.make_handler("agentwatch-emit")
+
+
+@pytest.mark.parametrize("command", ["/usr/bin/other", "echo agentwatch-emit", "'unbalanced", ""])
+def test_a_command_that_does_not_run_agentwatch_emit_is_refused(settings: Path, command: str) -> None:
+    with pytest.raises(cs.SettingsError, match="must run agentwatch-emit"):
+        cs.install(settings, command)
+    assert not settings.exists()
+
+
+@pytest.mark.parametrize("timeout", [0, -1, True])
+def test_a_bad_timeout_is_refused(settings: Path, emit: str, timeout: int) -> None:
+    with pytest.raises(cs.SettingsError, match="timeout"):
+        cs.install(settings, emit, timeout=timeout)
+
+
+def test_own_handlers_are_recognised_by_the_first_word_of_their_command() -> None:
+    assert cs.is_agentwatch_handler({"type": "command", "command": "agentwatch-emit"})
+    assert cs.is_agentwatch_handler({"type": "command", "command": "'/a b/bin/agentwatch-emit' --x 1"})
+    assert not cs.is_agentwatch_handler({"type": "command", "command": "/bin/agentwatch-emitter"})
+    assert not cs.is_agentwatch_handler({"type": "command", "command": "nice agentwatch-emit"})
+    assert not cs.is_agentwatch_handler({"type": "http", "url": "http://h/agentwatch-emit"})
+    assert not cs.is_agentwatch_handler({"type": "command", "command": ["agentwatch-emit"]})
+    assert not cs.is_agentwatch_handler("agentwatch-emit")
+
+
+# -- merging ----------------------------------------------------------------------------------
+
+
+def test_install_keeps_everything_else_in_place(settings: Path, emit: str) -> None:
+    original = ORIGINALS["other keys and hooks"]
+    write_json(settings, original)
+
+    cs.install(settings, emit)
+
+    written = load(settings)
+    assert list(written) == list(original)
+    for key in ("model", "env", "permissions"):
+        assert written[key] == original[key]
+    assert list(written["hooks"])[:2] == ["PreToolUse", "SomeFutureEvent"]
+    assert written["hooks"]["SomeFutureEvent"] == original["hooks"]["SomeFutureEvent"]
+    assert written["hooks"]["PreToolUse"][0] == original["hooks"]["PreToolUse"][0]
+    assert written["hooks"]["PreToolUse"][1] == {
+        "hooks": [{"type": "command", "command": emit, "timeout": 5}]
+    }
+    assert written["env"]["FOO"] == "bär"
+    assert "bär" in settings.read_text(encoding="utf-8")
+
+
+def test_install_adds_its_own_group_after_another_tools_handler(settings: Path, emit: str) -> None:
+    write_json(settings, ORIGINALS["same event from another tool"])
+    cs.install(settings, emit)
+    stop = load(settings)["hooks"]["Stop"]
+    assert stop[0] == {"hooks": [OTHER_TOOL]}
+    assert stop[1]["hooks"][0]["command"] == emit
+
+
+def test_install_twice_changes_nothing_the_second_time(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    first = settings.read_bytes()
+
+    message = cs.install(settings, emit)
+
+    assert message == f"agentwatch hooks already installed in {settings} (no change)"
+    assert settings.read_bytes() == first
+    assert not backup_of(settings).exists()
+    written = load(settings)
+    assert all(len(own_handlers(written, e)) == 1 for e in cs.REGISTERED_EVENTS)
+
+
+def test_reinstall_with_other_options_replaces_the_handlers_in_place(settings: Path, tmp_path: Path) -> None:
+    old = str(tmp_path / "old" / "agentwatch-emit")
+    new = str(tmp_path / "new" / "agentwatch-emit")
+    cs.install(settings, old)
+    value = load(settings)
+    value["hooks"]["Stop"].append({"hooks": [OTHER_TOOL]})
+    write_json(settings, value)
+
+    cs.install(settings, new, timeout=7, async_=True)
+
+    written = load(settings)
+    for event in cs.REGISTERED_EVENTS:
+        assert own_handlers(written, event) == [
+            {"type": "command", "command": new, "timeout": 7, "async": True}
+        ]
+    assert written["hooks"]["Stop"][1] == {"hooks": [OTHER_TOOL]}
+    assert list(written["hooks"]) == list(cs.REGISTERED_EVENTS)
+
+
+def test_install_drops_stale_handlers_on_skipped_events(settings: Path, emit: str) -> None:
+    ours = {"type": "command", "command": emit}
+    write_json(
+        settings,
+        {
+            "hooks": {
+                "WorktreeCreate": [{"hooks": [ours]}],
+                "FileChanged": [{"matcher": ".envrc", "hooks": [ours, OTHER_TOOL]}],
+            }
+        },
+    )
+
+    cs.install(settings, emit)
+
+    written = load(settings)
+    assert "WorktreeCreate" not in written["hooks"]
+    assert written["hooks"]["FileChanged"] == [{"matcher": ".envrc", "hooks": [OTHER_TOOL]}]
+
+
+# -- uninstalling -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(ORIGINALS))
+def test_uninstall_gives_back_the_original(settings: Path, emit: str, name: str) -> None:
+    original = ORIGINALS[name]
+    write_json(settings, original)
+
+    cs.install(settings, emit, timeout=3, async_=True)
+    assert load(settings) != original
+    message = cs.uninstall(settings)
+
+    assert ordered(load(settings)) == ordered(original)
+    assert message.startswith("removed agentwatch hooks from 31 events in ")
+
+
+def test_uninstall_after_installing_into_a_missing_file_leaves_an_empty_object(
+    settings: Path, emit: str
+) -> None:
+    cs.install(settings, emit)
+    cs.uninstall(settings)
+    assert settings.read_text(encoding="utf-8") == "{}\n"
+
+
+def test_uninstall_drops_the_containers_it_emptied(settings: Path) -> None:
+    """An event list or a `hooks` object emptied by uninstall is noise, so it goes; the price is
+    that one that was already empty before install cannot be told apart and goes too."""
+    ours = {"type": "command", "command": "agentwatch-emit"}
+    write_json(
+        settings, {"model": "opus", "hooks": {"Stop": [{"hooks": [ours]}, {"matcher": "*", "hooks": [ours]}]}}
+    )
+    cs.uninstall(settings)
+    assert ordered(load(settings)) == ordered({"model": "opus"})
+
+
+def test_uninstall_removes_only_agentwatch_handlers(settings: Path) -> None:
+    lookalikes = [
+        {"type": "command", "command": "/bin/agentwatch-emitter"},
+        {"type": "command", "command": "echo agentwatch-emit"},
+        {"type": "http", "url": "http://localhost/agentwatch-emit"},
+    ]
+    write_json(
+        settings,
+        {
+            "hooks": {
+                "PreToolUse": [
+                    {
+                        "matcher": "Bash",
+                        "hooks": [{"type": "command", "command": "agentwatch-emit"}, OTHER_TOOL],
+                    },
+                    {"hooks": lookalikes},
+                ],
+                "Stop": [
+                    {"matcher": "*", "hooks": [{"type": "command", "command": "'/x y/agentwatch-emit' -v"}]}
+                ],
+            }
+        },
+    )
+
+    message = cs.uninstall(settings)
+
+    assert load(settings) == {
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [OTHER_TOOL]}, {"hooks": lookalikes}]}
+    }
+    assert message.startswith("removed agentwatch hooks from 2 events in ")
+
+
+def test_uninstall_of_a_missing_file_creates_nothing(settings: Path) -> None:
+    assert cs.uninstall(settings) == f"no agentwatch hooks in {settings} (file does not exist)"
+    assert not settings.parent.exists()
+
+
+def test_uninstall_without_our_hooks_leaves_the_file_alone(settings: Path) -> None:
+    data = write_json(settings, ORIGINALS["other keys and hooks"])
+    assert cs.uninstall(settings) == f"no agentwatch hooks in {settings} (no change)"
+    assert settings.read_bytes() == data
+    assert not backup_of(settings).exists()
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+def test_an_existing_file_is_backed_up_before_it_is_replaced(settings: Path, emit: str) -> None:
+    data = write_json(settings, {"model": "sonnet"})
+    backup_of(settings).write_text("an older backup")
+
+    message = cs.install(settings, emit)
+
+    assert backup_of(settings).read_bytes() == data
+    assert message.endswith(f"in {settings} (backup: {backup_of(settings)})")
+
+    after_install = settings.read_bytes()
+    cs.uninstall(settings)
+    assert backup_of(settings).read_bytes() == after_install
+
+
+def test_the_file_keeps_its_mode_and_no_temporary_file_is_left(settings: Path, emit: str) -> None:
+    write_json(settings, {})
+    settings.chmod(0o600)
+
+    cs.install(settings, emit)
+
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
+    assert sorted(p.name for p in settings.parent.iterdir()) == [
+        "settings.json",
+        "settings.json.agentwatch-backup",
+    ]
+
+
+def test_a_symlinked_settings_file_stays_a_symlink(tmp_path: Path, emit: str) -> None:
+    real = tmp_path / "dotfiles" / "claude-settings.json"
+    write_json(real, {"model": "opus"})
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+
+    cs.install(link, emit)
+
+    assert link.is_symlink()
+    assert load(real)["model"] == "opus"
+    assert "PreToolUse" in load(real)["hooks"]
+
+
+def test_an_empty_file_counts_as_an_empty_object(settings: Path, emit: str) -> None:
+    settings.parent.mkdir()
+    settings.write_text("\n")
+    cs.install(settings, emit)
+    assert list(load(settings)["hooks"]) == list(cs.REGISTERED_EVENTS)
+
+
+# -- dry run ----------------------------------------------------------------------------------
+
+
+def test_dry_run_install_shows_a_diff_and_writes_nothing(settings: Path, emit: str) -> None:
+    data = write_json(settings, {"model": "opus"}, indent=2)
+
+    diff = cs.install(settings, emit, dry_run=True)
+
+    assert settings.read_bytes() == data
+    assert not backup_of(settings).exists()
+    lines = diff.splitlines()
+    assert lines[0] == f"--- {settings}"
+    assert lines[1] == f"+++ {settings}"
+    assert '+  "hooks": {' in lines
+    assert '+    "PreToolUse": [' in lines
+    assert not any("WorktreeCreate" in line for line in lines)
+
+
+def test_dry_run_into_a_missing_file_creates_nothing(settings: Path, emit: str) -> None:
+    diff = cs.install(settings, emit, dry_run=True)
+    assert diff.startswith(f"--- /dev/null\n+++ {settings}\n")
+    assert not settings.parent.exists()
+
+
+def test_dry_run_says_when_nothing_would_change(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    assert cs.install(settings, emit, dry_run=True) == "no change"
+    assert cs.uninstall(settings.with_name("absent.json"), dry_run=True) == "no change"
+
+
+def test_dry_run_uninstall_shows_what_would_go(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    data = settings.read_bytes()
+
+    diff = cs.uninstall(settings, dry_run=True)
+
+    assert settings.read_bytes() == data
+    assert not backup_of(settings).exists()
+    assert '-    "SessionStart": [' in diff.splitlines()
+    assert "+{}" in diff.splitlines()
+
+
+# -- files we refuse --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column"),
+    [
+        ('{\n  // the model\n  "model": "opus"\n}\n', 2, 3),
+        ('{\n  "model": "opus", /* pinned */\n  "theme": "dark"\n}\n', 2, 20),
+        ("// settings\n{}\n", 1, 1),
+    ],
+)
+def test_json_with_comments_is_refused_untouched(
+    settings: Path, emit: str, text: str, line: int, column: int
+) -> None:
+    settings.parent.mkdir()
+    settings.write_text(text)
+    data = settings.read_bytes()
+
+    actions: list[Callable[[], str]] = [lambda: cs.install(settings, emit), lambda: cs.uninstall(settings)]
+    for action in actions:
+        with pytest.raises(cs.SettingsError) as caught:
+            action()
+        message = str(caught.value)
+        assert str(settings) in message
+        assert f"line {line}, column {column}" in message
+        assert "comment" in message
+        assert "left untouched" in message
+        assert "agentwatch hooks print" in message
+
+    assert settings.read_bytes() == data
+    assert not backup_of(settings).exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column"),
+    [('{\n  "model": "opus",\n}\n', 3, 1), ('{"model": "opus"', 1, 17), ("\ufeff{}", 1, 1)],
+)
+def test_invalid_json_is_refused_untouched(
+    settings: Path, emit: str, text: str, line: int, column: int
+) -> None:
+    settings.parent.mkdir()
+    settings.write_bytes(text.encode())
+    data = settings.read_bytes()
+
+    with pytest.raises(cs.SettingsError) as caught:
+        cs.install(settings, emit)
+
+    message = str(caught.value)
+    assert message.startswith(f"{settings}: line {line}, column {column}: the file is not valid JSON")
+    assert "left untouched" in message
+    assert settings.read_bytes() == data
+    assert not backup_of(settings).exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ([], "the top-level value is a list, not an object"),
+        ("text", "the top-level value is a string, not an object"),
+        ({"hooks": []}, '"hooks" is a list, not an object'),
+        ({"hooks": None}, '"hooks" is a null, not an object'),
+        ({"hooks": {"Stop": {"hooks": []}}}, '"hooks.Stop" is a object, not a list'),
+    ],
+)
+def test_settings_of_the_wrong_shape_are_refused_untouched(
+    settings: Path, emit: str, value: Any, expected: str
+) -> None:
+    data = write_json(settings, value)
+
+    with pytest.raises(cs.SettingsError) as caught:
+        cs.install(settings, emit)
+
+    assert str(caught.value).startswith(f"{settings}: ")
+    assert expected in str(caught.value)
+    assert "left untouched" in str(caught.value)
+    assert settings.read_bytes() == data
+
+
+def test_a_hooks_value_of_the_wrong_shape_is_refused_by_uninstall(settings: Path) -> None:
+    data = write_json(settings, {"hooks": ["agentwatch-emit"]})
+    with pytest.raises(cs.SettingsError, match="not an object"):
+        cs.uninstall(settings)
+    assert settings.read_bytes() == data
+
+
+def test_a_file_that_is_not_utf8_is_refused_untouched(settings: Path, emit: str) -> None:
+    settings.parent.mkdir()
+    settings.write_bytes(b'{"model": "\xff"}')
+    with pytest.raises(cs.SettingsError, match="not UTF-8"):
+        cs.install(settings, emit)
+    assert settings.read_bytes() == b'{"model": "\xff"}'
+
+
+# -- scopes and the default command ---------------------------------------------------------
+
+
+def test_user_scope_follows_claude_config_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
+    assert cs.settings_path("user") == tmp_path / "cfg" / "settings.json"
+    assert cs.settings_path() == tmp_path / "cfg" / "settings.json"
+
+
+def test_user_scope_defaults_to_the_home_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cs.settings_path("user") == tmp_path / ".claude" / "settings.json"
+
+
+def test_project_and_local_scopes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert cs.settings_path("project", tmp_path) == tmp_path / ".claude" / "settings.json"
+    assert cs.settings_path("local", tmp_path) == tmp_path / ".claude" / "settings.local.json"
+    monkeypatch.chdir(tmp_path)
+    assert cs.settings_path("project") == tmp_path / ".claude" / "settings.json"
+    assert cs.settings_path("local", "sub") == tmp_path / "sub" / ".claude" / "settings.local.json"
+    with pytest.raises(cs.SettingsError, match="unknown scope"):
+        cs.settings_path("managed")
+
+
+def fake_executable(directory: Path, name: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_default_command_prefers_the_emit_beside_the_interpreter(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    venv_bin = tmp_path / "a venv" / "bin"
+    emit_path = fake_executable(venv_bin, "agentwatch-emit")
+    fake_executable(tmp_path / "path", "agentwatch-emit")
+    monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+
+    command = cs.default_command()
+
+    assert command == shlex.quote(str(emit_path))
+    assert shlex.split(command) == [str(emit_path)]
+
+
+def test_default_command_falls_back_to_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    on_path = fake_executable(tmp_path / "path", "agentwatch-emit")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bare" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    assert cs.default_command() == str(on_path)
+
+
+def test_default_command_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bare" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(cs.SettingsError, match=r"cannot find agentwatch-emit .* pass --command"):
+        cs.default_command()
+
+
+# -- print ------------------------------------------------------------------------------------
+
+
+def test_snippet_is_the_json_install_merges(settings: Path, emit: str) -> None:
+    block = json.loads(cs.snippet(emit, timeout=4, async_=True))
+    cs.install(settings, emit, timeout=4, async_=True)
+    assert block == load(settings)
+    assert list(block["hooks"]) == list(cs.REGISTERED_EVENTS)
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+def run(argv: list[str]) -> int:
+    """The agentwatch command line, in this process."""
+    assert argv[0] == "hooks"
+    return main(argv)
+
+
+def test_cli_install_print_and_uninstall(
+    tmp_path: Path, emit: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "proj"
+    where = ["--scope", "project", "--project-dir", str(project)]
+    path = project / ".claude" / "settings.json"
+
+    assert run(["hooks", "install", *where, "--timeout", "3", "--async", "--command", emit]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"installed agentwatch hooks for 31 events in {path} (new file)\n"
+    assert err == ""
+    assert own_handlers(load(path), "Stop") == [
+        {"type": "command", "command": emit, "timeout": 3, "async": True}
+    ]
+
+    assert run(["hooks", "print", "--command", emit, "--timeout", "3", "--async"]) == 0
+    out, _ = capsys.readouterr()
+    assert json.loads(out) == load(path)
+
+    assert run(["hooks", "uninstall", *where, "--dry-run"]) == 0
+    out, _ = capsys.readouterr()
+    assert out.startswith(f"--- {path}\n")
+    assert own_handlers(load(path), "Stop")
+
+    assert run(["hooks", "uninstall", *where]) == 0
+    out, _ = capsys.readouterr()
+    assert out == f"removed agentwatch hooks from 31 events in {path} (backup: {backup_of(path)})\n"
+    assert load(path) == {}
+
+
+def test_cli_defaults_to_user_scope_and_the_installed_emit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv_bin = tmp_path / "venv" / "bin"
+    emit_path = fake_executable(venv_bin, "agentwatch-emit")
+    monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
+
+    assert run(["hooks", "install"]) == 0
+
+    path = tmp_path / "cfg" / "settings.json"
+    assert capsys.readouterr().out.endswith(f"in {path} (new file)\n")
+    assert own_handlers(load(path), "PreToolUse") == [
+        {"type": "command", "command": str(emit_path), "timeout": 5}
+    ]
+
+
+def test_cli_reports_a_broken_file_with_exit_code_2(
+    tmp_path: Path, emit: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / ".claude" / "settings.local.json"
+    path.parent.mkdir()
+    path.write_text('{\n  "a": 1 // note\n}\n')
+    data = path.read_bytes()
+
+    code = run(["hooks", "install", "--scope", "local", "--project-dir", str(tmp_path), "--command", emit])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"agentwatch: {path}: line 2, column 10: ")
+    assert err.count("\n") == 1
+    assert path.read_bytes() == data
+
+
+def test_cli_rejects_a_bad_timeout(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        run(["hooks", "print", "--command", "agentwatch-emit", "--timeout", "0"])
+    assert caught.value.code == 2
+    assert "seconds >= 1" in capsys.readouterr().err
+
+
+def test_cli_dry_run_changes_nothing(tmp_path: Path, emit: str, capsys: pytest.CaptureFixture[str]) -> None:
+    where = ["--scope", "project", "--project-dir", str(tmp_path)]
+    assert run(["hooks", "install", *where, "--command", emit, "--dry-run"]) == 0
+    assert "+++ " in capsys.readouterr().out
+    assert not (tmp_path / ".claude").exists()
+    assert os.listdir(tmp_path) == []
