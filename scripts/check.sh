@@ -12,5 +12,6 @@ python3 -m venv .venv
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache
 # pytest exits 5 when it collected no test: under `set -e` that fails the run, as it should.
 .venv/bin/python -m pytest "$@"

@@ -31,9 +31,9 @@ from agentwatch.contract import (
     message_envelope,
     new_event_id,
     subject_token,
-    summarize,
 )
 from agentwatch.jsonfast import loads as real_loads
+from agentwatch.summaries import summarize
 from tests.conftest import CAPTURES, DESIGN_SUBJECTS, PUBLIC, all_fixtures, load_fixture_file
 
 Json = dict[str, Any]

@@ -80,11 +80,10 @@ async def _demo_main(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import asyncio
+    import importlib.util
 
-    try:
-        import nats  # noqa: F401 - the demo publishes through nats-py: say so before it starts
-    except ImportError as exc:
-        raise missing_extra(exc, "demo", "tui") from None
+    if importlib.util.find_spec("nats") is None:  # the demo publishes through nats-py
+        raise missing_extra(ModuleNotFoundError(name="nats"), "demo", "tui")
     return asyncio.run(_demo_main(args))
 
 

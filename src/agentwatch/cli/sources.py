@@ -37,20 +37,35 @@ class History:
         QueryUnanswered (LookupError) or OSError when the history cannot be reached."""
         ch_url = config.clickhouse_url(self.environ)
         if not config.is_embedded(ch_url):
-            from agentwatch.store.client import connect_readonly
-            from agentwatch.store.queries import run_query
-
-            client = connect_readonly(ch_url)
-            try:
-                return run_query(client, sql, params, max_rows)
-            finally:
-                client.close()
+            return self._from_server(ch_url, sql, params, max_rows)
         from agentwatch.bus.query import request
 
         url = config.nats_url(self.environ)
         return asyncio.run(
             request(url, sql, params, max_rows=max_rows, timeout=self.timeout, environ=self.environ)
         )
+
+
+    def _from_server(
+        self, url: str, sql: str, params: Mapping[str, Any] | None, max_rows: int
+    ) -> dict[str, Any]:
+        import logging
+
+        from agentwatch.store.client import connect_readonly
+        from agentwatch.store.queries import run_query
+
+        # clickhouse-connect logs a traceback for a server that does not answer; the message the
+        # person reads is the one below.
+        logging.getLogger("clickhouse_connect").setLevel(logging.CRITICAL)
+        try:
+            client = connect_readonly(url)
+        except Exception as exc:
+            reason = " ".join(str(exc).split())[:300]
+            raise ConnectionError(f"ClickHouse at {config.display_url(url)} does not answer: {reason}") from None
+        try:
+            return run_query(client, sql, params, max_rows)
+        finally:
+            client.close()
 
 
 def dashboard_sources(environ: Mapping[str, str]) -> tuple[Any, History]:

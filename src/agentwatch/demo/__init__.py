@@ -33,9 +33,9 @@ from agentwatch.contract import (
     MSG_ID_HEADER,
     encode_envelope,
     envelopes_from_stdin,
-    one_line,
 )
 from agentwatch.jsonfast import dumpb
+from agentwatch.summaries import one_line
 
 if TYPE_CHECKING:
     import asyncio

@@ -1,0 +1,131 @@
+"""The one line a person reads for each event: `$ git status`, `Edit src/app.py`, `→ researcher:
+Findings ready`, `task #3 completed: ...`. It becomes the envelope's `text`.
+
+Standard library only: it is on the hook's path.
+"""
+
+from __future__ import annotations
+
+from agentwatch.jsonfast import dumpb
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+TEXT_MAX = 200
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def one_line(value: object, limit: int = TEXT_MAX) -> str:
+    """First non-empty line of `value`, control characters dropped, at most `limit` characters."""
+    if not isinstance(value, str):
+        value = "" if value is None else dumpb(value)[: limit * 8].decode("utf-8", "replace")
+    line = ""
+    for candidate in value[: limit * 8].splitlines():
+        if candidate.strip():
+            line = candidate.strip()
+            break
+    line = "".join(ch if ch.isprintable() else " " for ch in line[: limit * 2])
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _short_path(path: str, cwd: str) -> str:
+    if cwd and path.startswith(cwd.rstrip("/\\") + ("/" if "/" in cwd else "\\")):
+        return path[len(cwd.rstrip("/\\")) + 1 :]
+    return path
+
+
+def tool_summary(tool: str, tool_input: object, cwd: str = "") -> str:
+    """`$ git status`, `Edit src/app.py`, `→ researcher: Findings ready`, ..."""
+    inp = tool_input if isinstance(tool_input, dict) else {}
+    if tool in ("Bash", "PowerShell"):
+        return "$ " + one_line(inp.get("command"))
+    path = inp.get("file_path") or inp.get("notebook_path") or inp.get("path")
+    if tool in ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "LS") and isinstance(path, str):
+        return f"{tool} {_short_path(path, cwd)}"
+    if tool == "SendMessage":
+        recipient, _, summary, message = message_parts(inp)
+        return f"→ {recipient}: {one_line(summary or message)}"
+    if tool in ("Agent", "Task"):
+        who = inp.get("name") or inp.get("subagent_type") or "agent"
+        return f"{tool} {who}: {one_line(inp.get('description') or inp.get('prompt'))}"
+    if tool == "TaskCreate":
+        return f"TaskCreate {one_line(inp.get('subject'))}"
+    if tool == "TaskUpdate":
+        status = inp.get("status")
+        return f"TaskUpdate #{one_line(inp.get('taskId'))}" + (f" {status}" if status else "")
+    for key in ("pattern", "url", "query", "skill", "command", "description", "prompt"):
+        if isinstance(inp.get(key), str):
+            return f"{tool} {one_line(inp[key])}"
+    if tool.startswith("mcp__"):
+        return tool.replace("__", " ", 2).replace("mcp ", "mcp:", 1)
+    return tool or "tool"
+
+
+def message_parts(tool_input: Mapping[str, Any]) -> tuple[str, str, str, object]:
+    """(recipient, message type, summary, message) of a SendMessage input, current or legacy.
+
+    Current: {to, summary?, message: str | {type: ...}}; legacy: {type, recipient?, content?,
+    summary?}. A broadcast (`*` or legacy type "broadcast") has the recipient "broadcast".
+    """
+    recipient = _str(tool_input.get("to")) or _str(tool_input.get("recipient"))
+    message = tool_input.get("message", tool_input.get("content", ""))
+    mtype = _str(tool_input.get("type")) or "message"
+    if isinstance(message, dict):
+        mtype = _str(message.get("type")) or mtype
+    if recipient.strip() == "*" or mtype == "broadcast":
+        recipient = "broadcast"
+    # Cross-session addresses may carry a reference: "name [ref]".
+    recipient = recipient.split(" [", 1)[0].strip()
+    summary = _str(tool_input.get("summary"))
+    if not summary and isinstance(message, dict):
+        summary = mtype + (f": {message['reason']}" if isinstance(message.get("reason"), str) else "")
+    return recipient, mtype, summary, message
+
+
+def summarize(event: str, p: Mapping[str, Any]) -> str:
+    """The envelope's `text`: one line a person can read in a feed."""
+    tool = _str(p.get("tool_name"))
+    cwd = _str(p.get("cwd"))
+    if event == "PreToolUse":
+        return tool_summary(tool, p.get("tool_input"), cwd)
+    if event == "PostToolUse":
+        text = tool_summary(tool, p.get("tool_input"), cwd)
+        ms = p.get("duration_ms")
+        return f"{text} ({ms} ms)" if isinstance(ms, int) and tool != "SendMessage" else text
+    if event == "PostToolUseFailure":
+        verb = "interrupted" if p.get("is_interrupt") else "failed"
+        return one_line(f"{tool_summary(tool, p.get('tool_input'), cwd)} {verb}: {one_line(p.get('error'))}")
+    if event == "PermissionRequest":
+        return "permission? " + tool_summary(tool, p.get("tool_input"), cwd)
+    if event == "PermissionDenied":
+        return one_line(f"denied {tool_summary(tool, p.get('tool_input'), cwd)}: {one_line(p.get('reason'))}")
+    if event in ("UserPromptSubmit", "UserPromptExpansion"):
+        return one_line(p.get("prompt")) or "(empty prompt)"
+    if event in ("Stop", "SubagentStop"):
+        last = one_line(p.get("last_assistant_message"))
+        prefix = "" if event == "Stop" else f"{_str(p.get('agent_type')) or 'subagent'} stopped: "
+        return one_line(prefix + (last or "stopped"))
+    if event == "StopFailure":
+        return one_line(f"failed: {_str(p.get('error')) or 'unknown'} {one_line(p.get('error_details'))}")
+    if event == "SessionStart":
+        return f"session start ({_str(p.get('source')) or 'startup'})"
+    if event == "SessionEnd":
+        return f"session end ({_str(p.get('reason')) or 'other'})"
+    if event == "SubagentStart":
+        return f"{_str(p.get('agent_type')) or 'subagent'} started"
+    if event == "TeammateIdle":
+        return f"{_str(p.get('teammate_name')) or 'teammate'} idle"
+    if event in ("TaskCreated", "TaskCompleted"):
+        verb = "created" if event == "TaskCreated" else "completed"
+        return one_line(f"task #{one_line(p.get('task_id'))} {verb}: {one_line(p.get('task_subject'))}")
+    if event == "Notification":
+        return one_line(p.get("message")) or _str(p.get("notification_type")) or "notification"
+    for key in ("file_path", "new_cwd", "directory", "worktree_path", "trigger", "source", "reason"):
+        if isinstance(p.get(key), str):
+            return one_line(f"{event} {p[key]}")
+    return event or "event"
