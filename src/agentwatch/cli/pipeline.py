@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch import config
-from agentwatch.cli.errors import CliError, missing_extra
+from agentwatch.cli.errors import CliError, missing_extra, require
 from agentwatch.config import ServerURL, display_urls, parse_urls
 from agentwatch.emitter.wire import BusError, connect
 
@@ -204,7 +204,9 @@ def cmd_up_with_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    require("up", "consumers", "faststream", "chdb")
     if getattr(args, "dashboard", False):
+        require("up --dashboard", "tui", "textual")
         return cmd_up_with_dashboard(args)
     if getattr(args, "demo", 0):
         raise CliError("--demo goes with --dashboard; or run `agentwatch demo` in another terminal")
@@ -250,6 +252,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_store(args: argparse.Namespace) -> int:
+    require("store", "consumers", "faststream", "chdb")
     url = config.nats_url(os.environ)
     info = bus_answers(url, 3.0)
     if info is None:

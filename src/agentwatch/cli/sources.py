@@ -45,7 +45,6 @@ class History:
             request(url, sql, params, max_rows=max_rows, timeout=self.timeout, environ=self.environ)
         )
 
-
     def _from_server(
         self, url: str, sql: str, params: Mapping[str, Any] | None, max_rows: int
     ) -> dict[str, Any]:
@@ -61,7 +60,9 @@ class History:
             client = connect_readonly(url)
         except Exception as exc:
             reason = " ".join(str(exc).split())[:300]
-            raise ConnectionError(f"ClickHouse at {config.display_url(url)} does not answer: {reason}") from None
+            raise ConnectionError(
+                f"ClickHouse at {config.display_url(url)} does not answer: {reason}"
+            ) from None
         try:
             return run_query(client, sql, params, max_rows)
         finally:

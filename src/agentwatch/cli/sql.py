@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from agentwatch.cli.errors import CliError, missing_extra
+from agentwatch.cli.errors import CliError, missing_extra, require
 from agentwatch.format import truncate
 from agentwatch.store.queries import QUERY_MAX_ROWS
 
@@ -83,6 +83,7 @@ def run_sql(sql: str, max_rows: int = QUERY_MAX_ROWS, timeout: float | None = No
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    require("sql", "tui", "nats", "orjson")
     sql = args.sql if args.sql != "-" else sys.stdin.read()
     result = run_sql(sql, args.max_rows)
     if "error" in result:

@@ -7,7 +7,7 @@ import asyncio
 import os
 
 from agentwatch import config
-from agentwatch.cli.errors import CliError, missing_extra
+from agentwatch.cli.errors import CliError, missing_extra, require
 from agentwatch.cli.pipeline import bus_answers
 
 
@@ -46,6 +46,7 @@ def _store_lines() -> bool:
 
 
 def cmd_status(_args: argparse.Namespace) -> int:
+    require("status", "tui", "nats", "orjson")
     url = config.nats_url(os.environ)
     info = bus_answers(url, 2.0)
     print(f"bus:       {config.display_urls(url)}")

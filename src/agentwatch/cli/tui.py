@@ -6,7 +6,7 @@ import argparse
 import os
 from collections.abc import Mapping
 
-from agentwatch.cli.errors import missing_extra
+from agentwatch.cli.errors import missing_extra, require
 
 
 def open_dashboard(environ: Mapping[str, str] = os.environ) -> None:
@@ -22,6 +22,7 @@ def open_dashboard(environ: Mapping[str, str] = os.environ) -> None:
 
 
 def cmd_tui(_args: argparse.Namespace) -> int:
+    require("tui", "tui", "textual", "nats", "orjson")
     open_dashboard()
     return 0
 

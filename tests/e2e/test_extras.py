@@ -1,0 +1,190 @@
+"""Each extra works on its own: the package installed into fresh virtual environments, as a user
+would install it (from a wheel of this checkout, dependencies from the package index or pip's cache).
+
+- bare: `agentwatch-emit`, `agentwatch doctor`, `agentwatch spool status`, `agentwatch hooks print`
+  run; the commands of other extras say in one line which extra they need;
+- [tui]: `agentwatch sql` answers and the dashboard opens against a running bus and store, without
+  loading FastStream, chDB or the consumers;
+- [consumers]: `agentwatch up` starts, stores an event and stops cleanly.
+The pipeline the [tui] venv talks to runs from the development install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, clean_env, free_port, run_emit
+from tests.integration.test_store import Service, wait_rows
+
+pytestmark = pytest.mark.slow
+
+PAYLOAD = b'{"hook_event_name": "Stop", "session_id": "extras-test", "cwd": "/tmp"}'
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (found,) = out.glob("agentwatch-*.whl")
+    return found
+
+
+def fresh_venv(where: Path, wheel: Path, extra: str) -> Path:
+    """A new virtual environment with agentwatch[extra] installed; returns its bin directory."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(where)], check=True, timeout=120)
+    target = f"{wheel}[{extra}]" if extra else str(wheel)
+    result = subprocess.run(
+        [str(where / "bin" / "python"), "-m", "pip", "install", "-q", target],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    subprocess.run([str(where / "bin" / "python"), "-m", "compileall", "-q", str(where / "lib")], timeout=300,
+                   capture_output=True, check=False)  # fmt: skip
+    return where / "bin"
+
+
+def run(
+    bin_dir: Path, *args: str, env: dict[str, str], stdin: bytes = b""
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [str(bin_dir / args[0]), *args[1:]],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_bare_install_runs_the_hook_and_its_commands(wheel: Path, tmp_path: Path) -> None:
+    bin_dir = fresh_venv(tmp_path / "venv", wheel, "")
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+    hook = run(bin_dir, "agentwatch-emit", env=env, stdin=PAYLOAD)
+    assert (hook.returncode, hook.stdout) == (0, b""), hook.stderr
+    status = run(bin_dir, "agentwatch", "spool", "status", env=env)
+    assert status.returncode == 0 and b"pending:  1 event message(s)" in status.stdout, status.stderr
+    doctor = run(bin_dir, "agentwatch", "doctor", "--runs", "1", "--timeout", "0.5", env=env)
+    assert doctor.returncode == 1 and b"does NOT answer" in doctor.stdout and b"hook time:" in doctor.stdout
+    printed = run(bin_dir, "agentwatch", "hooks", "print", env=env)
+    assert printed.returncode == 0 and "Stop" in json.loads(printed.stdout)["hooks"], printed.stderr
+    needs = [(["sql", "SELECT 1"], "tui"), (["status"], "tui"), (["up"], "consumers"),
+             (["store"], "consumers"), (["demo", "--count", "1"], "tui"), (["tui"], "tui")]  # fmt: skip
+    for command, extra in needs:
+        result = run(bin_dir, "agentwatch", *command, env=env)
+        err = result.stderr.decode()
+        assert result.returncode == 2, (command, err)
+        assert f"pip install 'agentwatch[{extra}]'" in err and "Traceback" not in err, (command, err)
+        assert len(err.strip().splitlines()) == 1, (command, err)
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """`agentwatch up` from the development install, with one event stored; yields its environment."""
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "up"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+    up = Service(["up"], env)
+    try:
+        up.wait_ready(60)
+        hook_env = dict(env, AGENTWATCH_DATA_DIR=str(tmp_path / "hook"))
+        assert run_emit(PAYLOAD, hook_env).returncode == 0
+        wait_rows(env, "SELECT count() AS n FROM events", 1)
+        yield env
+    finally:
+        code, output = up.stop(signal.SIGINT)
+        assert code == 0, output
+
+
+DASHBOARD = """
+import asyncio, os, sys
+from agentwatch.cli.sources import dashboard_sources
+from agentwatch.tui.app import AgentwatchApp
+
+async def main() -> None:
+    live, history = dashboard_sources(os.environ)
+    app = AgentwatchApp(live, history)
+    async with app.run_test(size=(160, 40)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            status = str(app.query_one("#status").render())
+            if app.bus_ok and "recent events loaded" in status:
+                break
+        print("STATUS", status)
+        print("BUS", app.bus_ok)
+    loaded = sorted({m.split(".")[0] for m in sys.modules} & {"faststream", "chdb", "pandas", "pyarrow"})
+    loaded += [m for m in sys.modules if m.startswith("agentwatch.consumers")]
+    print("LOADED", ",".join(loaded))
+
+asyncio.run(main())
+"""
+
+
+def test_the_tui_extra_opens_the_dashboard_and_runs_sql(
+    wheel: Path, tmp_path: Path, pipeline: dict[str, str]
+) -> None:
+    bin_dir = fresh_venv(tmp_path / "venv", wheel, "tui")
+    env = dict(pipeline, AGENTWATCH_DATA_DIR=str(tmp_path / "operator"))
+    sql = run(bin_dir, "agentwatch", "sql", "SELECT count() AS n FROM events", "--format", "json", env=env)
+    assert sql.returncode == 0 and json.loads(sql.stdout) == [{"n": 1}], sql.stderr
+    status = run(bin_dir, "agentwatch", "status", env=env)
+    assert status.returncode == 0 and b"1 events" in status.stdout, status.stdout + status.stderr
+    shown = run(bin_dir, "python", "-c", DASHBOARD, env=env)
+    out = shown.stdout.decode()
+    assert shown.returncode == 0, shown.stderr.decode()[-3000:]
+    assert "store: 1 recent events loaded" in out and "BUS True" in out, out
+    assert "LOADED \n" in out, "the dashboard loaded none of FastStream, chDB, pandas, pyarrow, consumers"
+
+
+def test_the_consumers_extra_runs_up(wheel: Path, tmp_path: Path) -> None:
+    bin_dir = fresh_venv(tmp_path / "venv", wheel, "consumers")
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "up"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    up = subprocess.Popen(
+        [str(bin_dir / "agentwatch"), "up"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    assert up.stdout is not None
+    for line in up.stdout:
+        lines.append(line)
+        if line.startswith("Ctrl-C stops"):
+            break
+    assert any(line.startswith("nats:        started nats-server") for line in lines), lines
+    hook = run(
+        bin_dir, "agentwatch-emit", env=dict(env, AGENTWATCH_DATA_DIR=str(tmp_path / "hook")), stdin=PAYLOAD
+    )
+    assert hook.returncode == 0
+    query = ["agentwatch", "sql", "SELECT count() AS n FROM events", "--format", "jsonl"]
+    deadline = time.monotonic() + 30
+    while (stored := run(bin_dir, *query, env=env)).stdout != b'{"n":1}\n':
+        assert time.monotonic() < deadline, stored
+        time.sleep(0.3)
+    up.send_signal(signal.SIGINT)
+    rest, _ = up.communicate(timeout=60)
+    assert up.returncode == 0, "".join(lines) + rest
+    assert "stopped: 1 events and 0 messages stored" in rest, rest
