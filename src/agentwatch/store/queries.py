@@ -66,6 +66,51 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def statements(sql: str) -> list[str]:
+    """The statements of `sql`, split at semicolons outside quotes and comments; empty ones dropped.
+
+    Hand-written because ClickHouse has no client-side splitter and this must not execute
+    anything to find out: a few lines of quote and comment tracking are enough.
+    """
+    parts: list[str] = []
+    start = i = 0
+    quote = ""
+    while i < len(sql):
+        ch = sql[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif sql.startswith("--", i) or ch == "#":
+            end = sql.find("\n", i)
+            i = len(sql) if end < 0 else end
+            continue
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = len(sql) if end < 0 else end + 2
+            continue
+        elif ch == ";":
+            parts.append(sql[start:i])
+            start = i + 1
+        i += 1
+    parts.append(sql[start:])
+    return [p.strip() for p in parts if _has_code(p)]
+
+
+def _has_code(text: str) -> bool:
+    lines = [line.split("--", 1)[0].strip() for line in text.splitlines()]
+    return any(line and not line.startswith(("#", "/*")) for line in lines)
+
+
+def _clean_error(exc: Exception) -> str:
+    """ClickHouse's message without its stack trace and the FORMAT clause the client appended."""
+    message = str(exc).strip().split("Stack trace", 1)[0].strip()
+    return message.replace(" FORMAT Native", "").replace("FORMAT Native", "")[:4000]
+
+
 def run_query(
     client: Client, sql: str, params: Mapping[str, Any] | None = None, max_rows: int = QUERY_MAX_ROWS
 ) -> dict[str, Any]:
@@ -73,17 +118,19 @@ def run_query(
 
     The reply: {"columns", "types", "rows", "truncated", "elapsed_ms"} or {"error": message}.
     """
-    sql = sql.strip().rstrip(";").strip()
-    if not sql:
+    found = statements(sql)
+    if not found:
         return {"error": "empty query"}
+    if len(found) > 1:
+        return {"error": f"one statement at a time: this has {len(found)}; run them one by one"}
+    sql = found[0]
     if params is not None and not isinstance(params, dict):
         return {"error": "params must be a JSON object of {name: value}"}
     started = time.perf_counter()
     try:
         result = client.query(sql, parameters=dict(params) if params else None)
     except Exception as exc:
-        message = str(exc).strip().split("Stack trace", 1)[0].strip()
-        return {"error": message[:4000]}
+        return {"error": _clean_error(exc)}
     rows = result.result_rows
     limit = max(1, min(max_rows, QUERY_MAX_ROWS))
     return {
