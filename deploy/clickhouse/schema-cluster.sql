@@ -1,32 +1,47 @@
--- agentwatch's schema for a ClickHouse cluster: the single-node migrations of
--- src/agentwatch/store/schema/*.sql (001 to 004), with replicated local tables and Distributed tables
--- over them under the single-node names, so the store and every query run unchanged.
+-- GENERATED from src/agentwatch/store/schema/*.sql by src/agentwatch/store/cluster.py: do not
+-- edit. Change the migrations (or the rules in cluster.py), then regenerate:
+--   python -m agentwatch.store.cluster > deploy/clickhouse/schema-cluster.sql
 --
---   events_local, messages_local  ReplicatedReplacingMergeTree, one copy per replica of a shard
---   dead_letters_local            ReplicatedMergeTree
---   events, messages, dead_letters  Distributed over them: the store inserts here, queries read here
---   message_envelopes (+ _mv)     Null table whose materialized view writes to the Distributed messages
---   tool_calls, sessions, agents  the same views, over the Distributed tables
+-- agentwatch's schema for a ClickHouse cluster: the single-node migrations (001_events to 004_views),
+-- with replicated local tables and Distributed tables over them under the single-node names, so
+-- the store and every query run unchanged: the store inserts into, and queries read, the names
+-- without _local.
 --
--- Sharding: events and messages by cityHash64(id). A redelivered event has the same id, so both
--- copies land on the same shard and the ReplacingMergeTree collapses them there; `FINAL` (which the
--- views use) is applied per shard, which is therefore exact. Do not shard by anything else.
+--   events_local          ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   events                Distributed over events_local, sharded by cityHash64(id)
+--   messages_local        ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   messages              Distributed over messages_local, sharded by cityHash64(id)
+--   dead_letters_local    ReplicatedMergeTree, one copy per replica of a shard
+--   dead_letters          Distributed over dead_letters_local, sharded by rand()
+--   message_envelopes     Null, on every node (keeps nothing)
+--   message_envelopes_mv  materialized view to messages
+--   tool_calls            view
+--   sessions              view
+--   agents                view
 --
--- Columns are exactly the single-node ones (tests/test_deploy_files.py applies this file to an
--- embedded engine, engines rewritten to their single-node forms, and compares system.columns).
+-- Sharding (SHARDING_KEYS in cluster.py): events and messages by cityHash64(id). A redelivered
+-- event has the same id, so both copies land on the same shard and the ReplacingMergeTree
+-- collapses them there; `FINAL` (which the views use) is applied per shard, which is therefore
+-- exact. Do not shard them by anything else.
+--
+-- Columns are exactly the single-node ones: tests/integration/test_deploy_cluster_schema.py
+-- applies this file to an embedded engine, engines rewritten to their single-node forms, and
+-- compares system.columns; the views are the single-node views with ON CLUSTER added.
 --
 -- Needs: remote_servers with the cluster, ClickHouse Keeper (or ZooKeeper), and the macros
 -- {cluster}, {shard}, {replica} on every node (deploy/clickhouse/config.d/agentwatch.xml).
--- Apply once, as an administrator, from any node:
+-- Apply as an administrator, from any node:
 --
 --   clickhouse-client --query "CREATE DATABASE IF NOT EXISTS agentwatch ON CLUSTER '{cluster}'"
 --   clickhouse-client --database agentwatch --multiquery < deploy/clickhouse/schema-cluster.sql
 --
--- The Distributed tables name the database `agentwatch`: change it there if yours differs.
+-- Every statement is idempotent (IF NOT EXISTS, OR REPLACE): after a new migration, regenerate
+-- and apply the whole file again. The Distributed tables name the database `agentwatch`:
+-- for another, regenerate with --database NAME.
 --
--- The store still runs its migrations at start (apply_migrations): every statement is
--- CREATE ... IF NOT EXISTS, so against this schema they find the tables and change nothing (they
--- only create the small local `schema_migrations` table on the node the store talks to).
+-- The store still runs its migrations at start (apply_migrations): every CREATE is
+-- IF NOT EXISTS, so against this schema they find the tables and change nothing (they only
+-- create the small local `schema_migrations` table on the node the store talks to).
 --
 -- Retention: the store's AGENTWATCH_RETENTION_DAYS must stay 0 on a cluster (it would ALTER the
 -- Distributed tables, which have no TTL). Set the TTL on the local tables instead, once:
@@ -36,7 +51,16 @@
 --
 -- Statements end with a semicolon at the end of a line, and nowhere else (as in the migrations).
 
--- 001_events ------------------------------------------------------------------------------------
+-- 001_events --------------------------------------------------------------------------------------
+-- One row per hook invocation: every envelope field in a typed column (see the README's
+-- "The wire contract"), the payload as JSON text in `data`.
+--
+-- ReplacingMergeTree on (timestamp, id): id is unique per event and timestamp comes from the
+-- same envelope, so a redelivered event has the same key and collapses to one row under FINAL
+-- (and at merge time). Both copies always land in the same monthly partition.
+-- Retention is a TTL set by agentwatch.store.schema.apply_migrations, not here.
+--
+-- Statements in these files end with a semicolon at the end of a line, and nowhere else.
 CREATE TABLE IF NOT EXISTS events_local ON CLUSTER '{cluster}'
 (
     id String,
@@ -69,23 +93,33 @@ ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/eve
 PARTITION BY toYYYYMM(timestamp)
 ORDER BY (timestamp, id);
 
+-- events: Distributed over events_local, under the single-node name.
+-- By cityHash64(id): the rows a ReplacingMergeTree collapses meet on one shard.
 CREATE TABLE IF NOT EXISTS events ON CLUSTER '{cluster}' AS events_local
 ENGINE = Distributed('{cluster}', 'agentwatch', 'events_local', cityHash64(id));
 
--- 002_messages ----------------------------------------------------------------------------------
+-- 002_messages ------------------------------------------------------------------------------------
+-- One row per SendMessage delivery, filled from the message envelopes (kind "message", subject
+-- genie.msg.*) whose data is {event_id, from, to, to_raw, to_agent_id, message_type, summary,
+-- message}. The tool event itself (the SendMessage PostToolUse) is a row of `events`: nothing is
+-- counted twice.
+--
+-- The store inserts the raw message envelopes (JSONEachRow) into the Null table
+-- `message_envelopes`, which keeps nothing: the materialized view turns each one into a row of
+-- `messages`.
 CREATE TABLE IF NOT EXISTS messages_local ON CLUSTER '{cluster}'
 (
-    id String,
-    event_id String,
+    id String,                                -- the message envelope's id
+    event_id String,                          -- the SendMessage tool event it came from
     timestamp DateTime64(3, 'UTC'),
     from_agent LowCardinality(String),
-    to_agent LowCardinality(String),
+    to_agent LowCardinality(String),          -- the recipient's agent name (broadcast for a broadcast)
     team LowCardinality(String),
-    to_raw String,
-    to_agent_id String,
-    message_type LowCardinality(String),
+    to_raw String,                            -- the `to` as the sender wrote it
+    to_agent_id String,                       -- the agent id the delivery reached, when reported
+    message_type LowCardinality(String),      -- message, broadcast, shutdown_request, ...
     summary String,
-    text String CODEC(ZSTD(3)),
+    text String CODEC(ZSTD(3)),               -- a string message as is, a structured one as JSON
     session_id String,
     stored_at DateTime64(3, 'UTC') DEFAULT now64(3)
 )
@@ -93,11 +127,13 @@ ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/mes
 PARTITION BY toYYYYMM(timestamp)
 ORDER BY (timestamp, id);
 
+-- messages: Distributed over messages_local, under the single-node name.
+-- By cityHash64(id): the rows a ReplacingMergeTree collapses meet on one shard.
 CREATE TABLE IF NOT EXISTS messages ON CLUSTER '{cluster}' AS messages_local
 ENGINE = Distributed('{cluster}', 'agentwatch', 'messages_local', cityHash64(id));
 
--- On every node: the store inserts message envelopes into the node it talks to; the view sends each
--- row through the Distributed `messages`, so it lands on the shard of its id like the events.
+-- message_envelopes: on every node (Null keeps nothing); the store inserts into the node it
+-- talks to, and the materialized views over it write through the Distributed tables.
 CREATE TABLE IF NOT EXISTS message_envelopes ON CLUSTER '{cluster}'
 (
     id String,
@@ -136,24 +172,27 @@ SELECT
     session_id
 FROM message_envelopes;
 
--- 003_dead_letters ------------------------------------------------------------------------------
+-- 003_dead_letters --------------------------------------------------------------------------------
+-- Messages the store can never insert (not an envelope, an unsupported version, rejected by
+-- ClickHouse row by row): kept with the reason, so nothing vanishes silently.
 CREATE TABLE IF NOT EXISTS dead_letters_local ON CLUSTER '{cluster}'
 (
     received_at DateTime64(3, 'UTC') DEFAULT now64(3),
     subject String,
-    stream_seq UInt64,
-    deliveries UInt32,
+    stream_seq UInt64,                        -- the JetStream stream sequence of the message
+    deliveries UInt32,                        -- how many times it was delivered before giving up
     reason String,
-    body String CODEC(ZSTD(3))
+    body String CODEC(ZSTD(3))                -- the message body, UTF-8 (invalid bytes replaced)
 )
 ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/dead_letters', '{replica}')
 ORDER BY received_at;
 
--- No deduplication here: any shard will do.
+-- dead_letters: Distributed over dead_letters_local, under the single-node name.
+-- By rand(): nothing to collapse, so any shard will do.
 CREATE TABLE IF NOT EXISTS dead_letters ON CLUSTER '{cluster}' AS dead_letters_local
 ENGINE = Distributed('{cluster}', 'agentwatch', 'dead_letters_local', rand());
 
--- 004_views (copied from src/agentwatch/store/schema/004_views.sql; only ON CLUSTER added) ------
+-- 004_views ---------------------------------------------------------------------------------------
 -- Read-side views. Each reads `events FINAL`, so a redelivered event (same timestamp and id)
 -- is counted once even before the background merge collapsed it.
 -- Ties between events of the same millisecond are broken by id (a ULID, time-ordered).

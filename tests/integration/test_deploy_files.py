@@ -5,36 +5,29 @@
 - Dockerfile: pinned base, non-root numeric USER, `.[consumers]` without dev, no secret in ARG/ENV;
 - the systemd units: valid INI, restart and stop policy, hardening, credentials only from
   EnvironmentFile;
-- clickhouse/schema-cluster.sql: applied to an embedded chDB with its engines rewritten to their
-  single-node forms, its tables have exactly the columns of the single-node migrations and its views
-  are the single-node views;
+- clickhouse/schema-cluster.sql: in test_deploy_cluster_schema.py (it is generated from the
+  migrations, and applied to an embedded chDB);
 - clickhouse/users.d and config.d: valid XML, a read-only reader, a store without DROP or ALTER.
 """
 
 from __future__ import annotations
 
 import configparser
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import clickhouse_connect
 import pytest
 import yaml
-from clickhouse_connect.driver.client import Client
 
-from agentwatch.contract import encode_envelope, envelopes_from_stdin
-from agentwatch.store.migrations import apply_migrations, migrations, split_statements
-from agentwatch.store.writes import INSERT_SETTINGS
-from tests.conftest import CAPTURES, ROOT, load_fixture_file
+from agentwatch.store.migrations import migrations, split_statements
+from tests.conftest import ROOT
 
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile"
-CLUSTER_SQL = DEPLOY / "clickhouse" / "schema-cluster.sql"
 USERS_XML = DEPLOY / "clickhouse" / "users.d" / "agentwatch.xml"
 CONFIG_XML = DEPLOY / "clickhouse" / "config.d" / "agentwatch.xml"
 UP_UNIT = DEPLOY / "systemd" / "agentwatch-up.service"
@@ -326,187 +319,6 @@ def test_store_unit_is_hardened_and_reads_its_credentials_from_a_file() -> None:
     assert u["Install"]["WantedBy"] == "multi-user.target"
 
 
-# --- ClickHouse: the cluster schema against the single-node one --------------------------------
-
-ENGINE_ARGS = re.compile(r"ENGINE = (Replicated(?:Replacing)?MergeTree)\('([^']*)', '([^']*)'\)")
-DISTRIBUTED = re.compile(r"ENGINE = Distributed\(([^;]*)\)\s*$")
-ON_CLUSTER = " ON CLUSTER '{cluster}'"
-
-
-def cluster_statements() -> list[str]:
-    return split_statements(CLUSTER_SQL.read_text(encoding="utf-8"))
-
-
-def single_node(statement: str) -> str:
-    """The statement as one node without a cluster runs it: no ON CLUSTER, Replicated* engines
-    as their plain forms, a Distributed table as a Merge table over its local table (reads, FINAL
-    included, go through it the same way)."""
-    out = statement.replace(ON_CLUSTER, "")
-    out = ENGINE_ARGS.sub(lambda m: "ENGINE = " + m.group(1).removeprefix("Replicated"), out)
-
-    def merge(match: re.Match[str]) -> str:
-        local = match.group(1).split(",")[2].strip().strip("'")
-        return f"ENGINE = Merge(currentDatabase(), '^{local}$')"
-
-    return DISTRIBUTED.sub(merge, out)
-
-
-def test_cluster_statements_run_on_the_cluster() -> None:
-    statements = cluster_statements()
-    assert statements
-    for statement in statements:
-        head = _body(statement).split("\n")[0]
-        assert head.startswith("CREATE ")
-        assert ON_CLUSTER in head, head
-        assert "IF NOT EXISTS" in head, head
-    replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
-    assert len(replicated) == 3
-    for match in replicated:
-        assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
-        assert match.group(3) == "{replica}"
-    keys = {}
-    for statement in statements:
-        found = DISTRIBUTED.search(statement)
-        if found:
-            args = [a.strip() for a in found.group(1).split(",", 3)]
-            assert args[0] == "'{cluster}'"
-            keys[args[2].strip("'")] = args[3]
-    # One id, one shard: the ReplacingMergeTree collapses a redelivered event there.
-    assert keys == {
-        "events_local": "cityHash64(id)",
-        "messages_local": "cityHash64(id)",
-        "dead_letters_local": "rand()",
-    }
-
-
-def test_cluster_views_are_the_single_node_views() -> None:
-    views = {
-        _name(statement): _body(statement)
-        for _, _, sql in migrations()
-        for statement in split_statements(sql)
-        if _is_view(statement)
-    }
-    cluster = {_name(s): _body(s.replace(ON_CLUSTER, "")) for s in cluster_statements() if _is_view(s)}
-    assert set(views) == {"message_envelopes_mv", "tool_calls", "sessions", "agents"}
-    assert cluster == views
-
-
-def _is_view(statement: str) -> bool:
-    return _body(statement).startswith(("CREATE VIEW", "CREATE MATERIALIZED VIEW"))
-
-
-def _name(statement: str) -> str:
-    head = next(line for line in statement.splitlines() if line.startswith("CREATE"))
-    return head.split("IF NOT EXISTS ")[1].split()[0]
-
-
-def _body(statement: str) -> str:
-    code = [line for line in statement.splitlines() if not line.lstrip().startswith("--")]
-    text = "\n".join(code)
-    return text[text.index("CREATE") :]
-
-
-@pytest.fixture(scope="module")
-def schemas(chdb_engine: tuple[str, Client]) -> Iterator[tuple[Client, Client]]:
-    """(single node, cluster rewritten for one node): two databases on the module's engine."""
-    dsn, root = chdb_engine
-    root.command("CREATE DATABASE deploy_single")
-    root.command("CREATE DATABASE deploy_cluster")
-    single = clickhouse_connect.get_client(dsn=dsn, database="deploy_single")
-    cluster = clickhouse_connect.get_client(dsn=dsn, database="deploy_cluster")
-    apply_migrations(single)
-    for statement in cluster_statements():
-        cluster.command(single_node(statement))
-    yield single, cluster
-    single.close()
-    cluster.close()
-    root.command("DROP DATABASE deploy_single SYNC")
-    root.command("DROP DATABASE deploy_cluster SYNC")
-
-
-COLUMN_SQL = (
-    "SELECT name, type, position, default_kind, default_expression, compression_codec "
-    "FROM system.columns WHERE database = currentDatabase() AND table = {t:String} ORDER BY position"
-)
-
-
-def columns(client: Client, table: str) -> list[tuple[Any, ...]]:
-    rows = [tuple(r) for r in client.query(COLUMN_SQL, parameters={"t": table}).result_rows]
-    assert rows, f"no table {table}"
-    return rows
-
-
-@pytest.mark.parametrize(
-    ("local", "single"),
-    [
-        ("events_local", "events"),
-        ("messages_local", "messages"),
-        ("dead_letters_local", "dead_letters"),
-        ("events", "events"),
-        ("messages", "messages"),
-        ("dead_letters", "dead_letters"),
-        ("message_envelopes", "message_envelopes"),
-        ("tool_calls", "tool_calls"),
-        ("sessions", "sessions"),
-        ("agents", "agents"),
-    ],
-)
-def test_cluster_columns_are_the_single_node_columns(
-    schemas: tuple[Client, Client], local: str, single: str
-) -> None:
-    single_client, cluster_client = schemas
-    assert columns(cluster_client, local) == columns(single_client, single)
-
-
-def test_cluster_local_tables_keep_the_keys_and_indexes(schemas: tuple[Client, Client]) -> None:
-    single_client, cluster_client = schemas
-    sql = (
-        "SELECT partition_key, sorting_key, primary_key FROM system.tables "
-        "WHERE database = currentDatabase() AND name = {t:String}"
-    )
-    for local, table in [("events_local", "events"), ("messages_local", "messages")]:
-        assert (
-            cluster_client.query(sql, parameters={"t": local}).result_rows
-            == single_client.query(sql, parameters={"t": table}).result_rows
-        )
-    idx = (
-        "SELECT name, type_full, expr FROM system.data_skipping_indices "
-        "WHERE database = currentDatabase() AND table = {t:String} ORDER BY name"
-    )
-    assert (
-        cluster_client.query(idx, parameters={"t": "events_local"}).result_rows
-        == single_client.query(idx, parameters={"t": "events"}).result_rows
-    )
-
-
-def test_cluster_views_answer_like_the_single_node(schemas: tuple[Client, Client]) -> None:
-    """The same events, inserted twice (a redelivery), give the same view rows on both schemas."""
-    single_client, cluster_client = schemas
-    bodies = []
-    for rec in load_fixture_file(CAPTURES):
-        for subject, env in envelopes_from_stdin(json.dumps(rec["payload"]).encode(), {}, host="deploy-test"):
-            if not subject.startswith("genie.msg."):
-                bodies.append(encode_envelope(env))
-    assert len(bodies) > 20
-    block = b"\n".join(bodies)
-    for _ in range(2):
-        single_client.raw_insert("events", insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS)
-        cluster_client.raw_insert(
-            "events_local", insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS
-        )
-    for view, order in [
-        ("tool_calls", "session_id, tool_use_id"),
-        ("sessions", "session_id"),
-        ("agents", "agent"),
-    ]:
-        sql = f"SELECT * FROM {view} ORDER BY {order}"  # noqa: S608 (constants of this test)
-        got = cluster_client.query(sql).result_rows
-        assert got
-        assert got == single_client.query(sql).result_rows, view
-    count = "SELECT count() FROM events FINAL"
-    assert cluster_client.command(count) == single_client.command(count) == len(bodies)
-
-
 # --- ClickHouse users and server configuration ----------------------------------------------------
 
 
@@ -576,6 +388,12 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
                     "CREATE MATERIALIZED VIEW IF NOT EXISTS",
                 )
             ), f"{name}: {head} needs another privilege for agentwatch_store"
+
+
+def _body(statement: str) -> str:
+    code = [line for line in statement.splitlines() if not line.lstrip().startswith("--")]
+    text = "\n".join(code)
+    return text[text.index("CREATE") :]
 
 
 def test_server_config_has_the_cluster_macros() -> None:

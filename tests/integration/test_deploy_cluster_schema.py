@@ -1,0 +1,306 @@
+"""deploy/clickhouse/schema-cluster.sql: generated from the migrations, and equal to them on an engine.
+
+- the committed file is what `python -m agentwatch.store.cluster` prints (a migration added without
+  regenerating it fails here, naming the command);
+- every statement runs ON CLUSTER, the local tables are replicated and the Distributed tables keep
+  the sharding keys that make `FINAL` exact;
+- applied to an embedded chDB with its engines rewritten to their single-node forms, its tables have
+  exactly the columns of the single-node migrations, its views are the single-node views and answer
+  alike; and so does the schema generated with a hypothetical later migration (ALTER TABLE ... ADD
+  COLUMN, new tables, a replaced view), against those migrations applied on one node.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import clickhouse_connect
+import pytest
+from clickhouse_connect.driver.client import Client
+
+from agentwatch.contract import encode_envelope, envelopes_from_stdin
+from agentwatch.store.cluster import COMMAND, cluster_schema
+from agentwatch.store.migrations import apply_migrations, migrations, split_statements
+from agentwatch.store.writes import INSERT_SETTINGS
+from tests.conftest import CAPTURES, ROOT, load_fixture_file
+
+CLUSTER_SQL = ROOT / "deploy" / "clickhouse" / "schema-cluster.sql"
+
+ENGINE_ARGS = re.compile(r"ENGINE = (Replicated\w*MergeTree)\('([^']*)', '([^']*)'(?:, ([^()]*))?\)")
+DISTRIBUTED = re.compile(r"ENGINE = Distributed\(([^;]*)\)\s*$")
+ON_CLUSTER = " ON CLUSTER '{cluster}'"
+
+
+def test_the_committed_file_is_the_generated_one() -> None:
+    committed = CLUSTER_SQL.read_text(encoding="utf-8")
+    generated = cluster_schema()
+    if committed != generated:
+        diff = difflib.unified_diff(
+            committed.splitlines(keepends=True),
+            generated.splitlines(keepends=True),
+            "committed",
+            "generated",
+            n=1,
+        )
+        pytest.fail(
+            f"{CLUSTER_SQL.relative_to(ROOT)} is not what the migrations generate: from the "
+            f"repository root, run `{COMMAND}` and commit the result.\n{''.join(diff)[:4000]}",
+            pytrace=False,
+        )
+
+
+def cluster_statements(text: str | None = None) -> list[str]:
+    return split_statements(CLUSTER_SQL.read_text(encoding="utf-8") if text is None else text)
+
+
+def single_node(statement: str) -> str:
+    """The statement as one node without a cluster runs it: no ON CLUSTER, Replicated* engines
+    as their plain forms, a Distributed table as a Merge table over its local table (reads, FINAL
+    included, go through it the same way)."""
+    out = statement.replace(ON_CLUSTER, "")
+
+    def plain(match: re.Match[str]) -> str:
+        engine = match.group(1).removeprefix("Replicated")
+        return f"ENGINE = {engine}({match.group(4)})" if match.group(4) else f"ENGINE = {engine}"
+
+    def merge(match: re.Match[str]) -> str:
+        local = match.group(1).split(",")[2].strip().strip("'")
+        return f"ENGINE = Merge(currentDatabase(), '^{local}$')"
+
+    return DISTRIBUTED.sub(merge, ENGINE_ARGS.sub(plain, out))
+
+
+def test_cluster_statements_run_on_the_cluster() -> None:
+    statements = cluster_statements()
+    assert statements
+    for statement in statements:
+        head = _body(statement).split("\n")[0]
+        assert head.startswith("CREATE ")
+        assert ON_CLUSTER in head, head
+        assert "IF NOT EXISTS" in head, head
+    replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
+    assert len(replicated) == 3
+    for match in replicated:
+        assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
+        assert match.group(3) == "{replica}"
+    keys = {}
+    for statement in statements:
+        found = DISTRIBUTED.search(statement)
+        if found:
+            args = [a.strip() for a in found.group(1).split(",", 3)]
+            assert args[:2] == ["'{cluster}'", "'agentwatch'"]
+            keys[args[2].strip("'")] = args[3]
+    # One id, one shard: the ReplacingMergeTree collapses a redelivered event there.
+    assert keys == {
+        "events_local": "cityHash64(id)",
+        "messages_local": "cityHash64(id)",
+        "dead_letters_local": "rand()",
+    }
+
+
+def test_cluster_views_are_the_single_node_views() -> None:
+    views = {
+        _name(statement): _body(statement)
+        for _, _, sql in migrations()
+        for statement in split_statements(sql)
+        if _is_view(statement)
+    }
+    cluster = {_name(s): _body(s.replace(ON_CLUSTER, "")) for s in cluster_statements() if _is_view(s)}
+    assert set(views) == {"message_envelopes_mv", "tool_calls", "sessions", "agents"}
+    assert cluster == views
+
+
+def _is_view(statement: str) -> bool:
+    return _body(statement).startswith(("CREATE VIEW", "CREATE MATERIALIZED VIEW"))
+
+
+def _name(statement: str) -> str:
+    head = next(line for line in statement.splitlines() if line.startswith("CREATE"))
+    return head.split("IF NOT EXISTS ")[1].split()[0]
+
+
+def _body(statement: str) -> str:
+    """The statement without its comment lines."""
+    code = [line for line in statement.splitlines() if not line.lstrip().startswith("--")]
+    return "\n".join(code).strip()
+
+
+@pytest.fixture(scope="module")
+def schemas(chdb_engine: tuple[str, Client]) -> Iterator[tuple[Client, Client]]:
+    """(single node, cluster rewritten for one node): two databases on the module's engine."""
+    dsn, root = chdb_engine
+    root.command("CREATE DATABASE deploy_single")
+    root.command("CREATE DATABASE deploy_cluster")
+    single = clickhouse_connect.get_client(dsn=dsn, database="deploy_single")
+    cluster = clickhouse_connect.get_client(dsn=dsn, database="deploy_cluster")
+    apply_migrations(single)
+    for statement in cluster_statements():
+        cluster.command(single_node(statement))
+    yield single, cluster
+    single.close()
+    cluster.close()
+    root.command("DROP DATABASE deploy_single SYNC")
+    root.command("DROP DATABASE deploy_cluster SYNC")
+
+
+COLUMN_SQL = (
+    "SELECT name, type, position, default_kind, default_expression, compression_codec "
+    "FROM system.columns WHERE database = currentDatabase() AND table = {t:String} ORDER BY position"
+)
+
+
+def columns(client: Client, table: str) -> list[tuple[Any, ...]]:
+    rows = [tuple(r) for r in client.query(COLUMN_SQL, parameters={"t": table}).result_rows]
+    assert rows, f"no table {table}"
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("local", "single"),
+    [
+        ("events_local", "events"),
+        ("messages_local", "messages"),
+        ("dead_letters_local", "dead_letters"),
+        ("events", "events"),
+        ("messages", "messages"),
+        ("dead_letters", "dead_letters"),
+        ("message_envelopes", "message_envelopes"),
+        ("tool_calls", "tool_calls"),
+        ("sessions", "sessions"),
+        ("agents", "agents"),
+    ],
+)
+def test_cluster_columns_are_the_single_node_columns(
+    schemas: tuple[Client, Client], local: str, single: str
+) -> None:
+    single_client, cluster_client = schemas
+    assert columns(cluster_client, local) == columns(single_client, single)
+
+
+def test_cluster_local_tables_keep_the_keys_and_indexes(schemas: tuple[Client, Client]) -> None:
+    single_client, cluster_client = schemas
+    sql = (
+        "SELECT partition_key, sorting_key, primary_key FROM system.tables "
+        "WHERE database = currentDatabase() AND name = {t:String}"
+    )
+    for local, table in [("events_local", "events"), ("messages_local", "messages")]:
+        assert (
+            cluster_client.query(sql, parameters={"t": local}).result_rows
+            == single_client.query(sql, parameters={"t": table}).result_rows
+        )
+    idx = (
+        "SELECT name, type_full, expr FROM system.data_skipping_indices "
+        "WHERE database = currentDatabase() AND table = {t:String} ORDER BY name"
+    )
+    assert (
+        cluster_client.query(idx, parameters={"t": "events_local"}).result_rows
+        == single_client.query(idx, parameters={"t": "events"}).result_rows
+    )
+
+
+def test_cluster_views_answer_like_the_single_node(schemas: tuple[Client, Client]) -> None:
+    """The same events, inserted twice (a redelivery), give the same view rows on both schemas."""
+    single_client, cluster_client = schemas
+    bodies = []
+    for rec in load_fixture_file(CAPTURES):
+        for subject, env in envelopes_from_stdin(json.dumps(rec["payload"]).encode(), {}, host="deploy-test"):
+            if not subject.startswith("genie.msg."):
+                bodies.append(encode_envelope(env))
+    assert len(bodies) > 20
+    block = b"\n".join(bodies)
+    for _ in range(2):
+        single_client.raw_insert("events", insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS)
+        cluster_client.raw_insert(
+            "events_local", insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS
+        )
+    for view, order in [
+        ("tool_calls", "session_id, tool_use_id"),
+        ("sessions", "session_id"),
+        ("agents", "agent"),
+    ]:
+        sql = f"SELECT * FROM {view} ORDER BY {order}"  # noqa: S608 (constants of this test)
+        got = cluster_client.query(sql).result_rows
+        assert got
+        assert got == single_client.query(sql).result_rows, view
+    count = "SELECT count() FROM events FINAL"
+    assert cluster_client.command(count) == single_client.command(count) == len(bodies)
+
+
+# --- A later migration: generated, then applied like the single-node one -------------------------
+
+LATER = """-- A hypothetical 005: a column on the events and on the message envelopes, two new tables.
+ALTER TABLE events ADD COLUMN model LowCardinality(String) DEFAULT '' AFTER host,
+    ADD COLUMN IF NOT EXISTS cost Float64 CODEC(ZSTD(3));
+
+ALTER TABLE message_envelopes ADD COLUMN model String;
+
+CREATE TABLE IF NOT EXISTS usage
+(
+    ts DateTime64(3, 'UTC'),
+    agent LowCardinality(String),
+    tokens UInt64
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMM(ts)
+ORDER BY (agent, ts);
+
+CREATE TABLE IF NOT EXISTS costs
+(
+    id String,
+    version UInt32,
+    amount Float64 DEFAULT 0
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY id;
+
+CREATE OR REPLACE VIEW sessions AS
+SELECT session_id, any(model) AS model, sum(cost) AS cost FROM events FINAL GROUP BY session_id;
+"""
+LATER_KEYS = {"events": "cityHash64(id)", "messages": "cityHash64(id)", "costs": "cityHash64(id)"}
+
+
+@pytest.fixture
+def later_schemas(chdb_engine: tuple[str, Client]) -> Iterator[tuple[Client, Client]]:
+    """(the migrations and LATER applied on one node, their generated cluster schema made plain)."""
+    dsn, root = chdb_engine
+    root.command("CREATE DATABASE later_single")
+    root.command("CREATE DATABASE later_cluster")
+    single = clickhouse_connect.get_client(dsn=dsn, database="later_single")
+    cluster = clickhouse_connect.get_client(dsn=dsn, database="later_cluster")
+    source = [*migrations(), (5, "005_later", LATER)]
+    for _, _, sql in source:
+        for statement in split_statements(sql):
+            single.command(statement)
+    for statement in cluster_statements(cluster_schema(source, sharding_keys=LATER_KEYS)):
+        cluster.command(single_node(statement))
+    yield single, cluster
+    single.close()
+    cluster.close()
+    root.command("DROP DATABASE later_single SYNC")
+    root.command("DROP DATABASE later_cluster SYNC")
+
+
+def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Client, Client]) -> None:
+    single_client, cluster_client = later_schemas
+    tables = "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name"
+    names = [row[0] for row in single_client.query(tables).result_rows]
+    assert {"usage", "costs", "sessions"} <= set(names)
+    local = {name + "_local" for name in ("events", "messages", "dead_letters", "usage", "costs")}
+    cluster_names = {row[0] for row in cluster_client.query(tables).result_rows}
+    assert cluster_names == set(names) | local
+    for name in names:
+        expected = columns(single_client, name)
+        assert columns(cluster_client, name) == expected, name
+        if name + "_local" in local:
+            assert columns(cluster_client, name + "_local") == expected, name
+    assert ("model", "LowCardinality(String)", 19) in [r[:3] for r in columns(cluster_client, "events")]
+    engines = (
+        "SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() "
+        "AND name IN ('costs_local', 'usage_local') ORDER BY name"
+    )
+    got = [(name, engine.split(" ")[0]) for name, engine in cluster_client.query(engines).result_rows]
+    assert got == [("costs_local", "ReplacingMergeTree(version)"), ("usage_local", "MergeTree")]

@@ -1,0 +1,238 @@
+"""agentwatch.store.cluster: the cluster schema generated from the migrations, as text.
+
+The store's own migrations, a hypothetical later migration (new tables, ALTER TABLE ... ADD
+COLUMN, CREATE OR REPLACE VIEW) transformed statement by statement, and every construct the
+generator has no rule for refused with the statement named. Applying the result to an engine is
+tests/integration/test_deploy_files.py's part.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agentwatch.store.cluster import (
+    COMMAND,
+    ON_CLUSTER,
+    ClusterSchemaError,
+    cluster_schema,
+    main,
+)
+from agentwatch.store.migrations import migrations, split_statements
+
+# A migration that might come next: a column on a sharded table and on the Null table, a plain
+# MergeTree table, a ReplacingMergeTree table (which needs a sharding key), a view replaced.
+EXTRA = """-- 005: the model of each event.
+ALTER TABLE events ADD COLUMN model LowCardinality(String) DEFAULT '' AFTER host, -- a, b
+    ADD COLUMN IF NOT EXISTS cost Float64;
+
+ALTER TABLE message_envelopes ADD COLUMN model String;
+
+CREATE TABLE IF NOT EXISTS usage
+(
+    ts DateTime,
+    tokens UInt64
+)
+ENGINE = MergeTree
+ORDER BY ts;
+
+CREATE TABLE IF NOT EXISTS costs
+(
+    id String,
+    version UInt32,
+    amount Float64
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY id;
+
+CREATE OR REPLACE VIEW tool_calls AS
+SELECT tool_use_id FROM events FINAL;
+"""
+
+EXPECTED = (
+    "-- 005_model ".ljust(100, "-")
+    + """
+-- 005: the model of each event.
+ALTER TABLE events_local ON CLUSTER '{cluster}' ADD COLUMN IF NOT EXISTS model LowCardinality(String) \
+DEFAULT '' AFTER host, -- a, b
+    ADD COLUMN IF NOT EXISTS cost Float64;
+
+-- The same column on the Distributed events, whose columns are events_local's.
+ALTER TABLE events ON CLUSTER '{cluster}' ADD COLUMN IF NOT EXISTS model LowCardinality(String) \
+DEFAULT '' AFTER host, -- a, b
+    ADD COLUMN IF NOT EXISTS cost Float64;
+
+ALTER TABLE message_envelopes ON CLUSTER '{cluster}' ADD COLUMN IF NOT EXISTS model String;
+
+CREATE TABLE IF NOT EXISTS usage_local ON CLUSTER '{cluster}'
+(
+    ts DateTime,
+    tokens UInt64
+)
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/usage', '{replica}')
+ORDER BY ts;
+
+-- usage: Distributed over usage_local, under the single-node name.
+-- By rand(): nothing to collapse, so any shard will do.
+CREATE TABLE IF NOT EXISTS usage ON CLUSTER '{cluster}' AS usage_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'usage_local', rand());
+
+CREATE TABLE IF NOT EXISTS costs_local ON CLUSTER '{cluster}'
+(
+    id String,
+    version UInt32,
+    amount Float64
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/costs', '{replica}', version)
+ORDER BY id;
+
+-- costs: Distributed over costs_local, under the single-node name.
+-- By cityHash64(id): the rows a ReplacingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS costs ON CLUSTER '{cluster}' AS costs_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'costs_local', cityHash64(id));
+
+CREATE OR REPLACE VIEW tool_calls ON CLUSTER '{cluster}' AS
+SELECT tool_use_id FROM events FINAL;
+"""
+)
+
+KEYS = {"events": "cityHash64(id)", "messages": "cityHash64(id)", "costs": "cityHash64(id)"}
+
+
+def with_extra(sql: str, name: str = "005_model") -> list[tuple[int, str, str]]:
+    return [*migrations(), (int(name[:3]), name, sql)]
+
+
+def heads(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(("CREATE ", "ALTER "))]
+
+
+def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
+    assert heads(cluster_schema()) == [
+        f"CREATE TABLE IF NOT EXISTS events_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS events {ON_CLUSTER} AS events_local",
+        f"CREATE TABLE IF NOT EXISTS messages_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS messages {ON_CLUSTER} AS messages_local",
+        f"CREATE TABLE IF NOT EXISTS message_envelopes {ON_CLUSTER}",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS message_envelopes_mv {ON_CLUSTER} TO messages AS",
+        f"CREATE TABLE IF NOT EXISTS dead_letters_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS dead_letters {ON_CLUSTER} AS dead_letters_local",
+        f"CREATE VIEW IF NOT EXISTS tool_calls {ON_CLUSTER} AS",
+        f"CREATE VIEW IF NOT EXISTS sessions {ON_CLUSTER} AS",
+        f"CREATE VIEW IF NOT EXISTS agents {ON_CLUSTER} AS",
+    ]
+
+
+def test_the_header_says_generated_and_how_to_regenerate() -> None:
+    lines = cluster_schema().splitlines()
+    assert lines[0].startswith("-- GENERATED from src/agentwatch/store/schema/*.sql")
+    assert f"--   {COMMAND}" in lines[:4]
+    assert COMMAND == "python -m agentwatch.store.cluster > deploy/clickhouse/schema-cluster.sql"
+
+
+def test_the_output_splits_like_a_migration() -> None:
+    """One statement per generated CREATE/ALTER, every one ending with `;` at the end of a line."""
+    text = cluster_schema(with_extra(EXTRA), sharding_keys=KEYS)
+    statements = split_statements(text)
+    assert len(statements) == len(heads(text)) == 11 + 8
+    assert all(ON_CLUSTER in s for s in statements)
+
+
+def test_a_later_migration_is_transformed_statement_by_statement() -> None:
+    text = cluster_schema(with_extra(EXTRA), sharding_keys=KEYS)
+    assert text[text.index("-- 005_model ") :] == EXPECTED
+    assert "--   costs                 Distributed over costs_local, sharded by cityHash64(id)" in text
+    assert "(001_events to 005_model)" in text
+
+
+def test_the_database_names_the_distributed_tables_and_the_command() -> None:
+    text = cluster_schema(database="observability")
+    assert "ENGINE = Distributed('{cluster}', 'observability', 'events_local', cityHash64(id))" in text
+    assert "--database observability > deploy/clickhouse/schema-cluster.sql" in text
+    assert "'agentwatch'" not in text
+
+
+def test_main_prints_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    assert capsys.readouterr().out == cluster_schema()
+
+
+def test_main_reports_a_refusal_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--database", "a-b"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "database name 'a-b'" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("DROP TABLE events;", "no rule for this kind of statement"),
+        ("INSERT INTO events (id) VALUES ('x');", "no rule for this kind of statement"),
+        ("CREATE TABLE IF NOT EXISTS k (a UInt8) ENGINE = Memory;", "no rule for ENGINE = Memory"),
+        ("CREATE TABLE k (a UInt8) ENGINE = MergeTree ORDER BY a;", "CREATE TABLE IF NOT EXISTS name"),
+        ("CREATE TABLE IF NOT EXISTS k AS events;", "CREATE TABLE IF NOT EXISTS name (columns)"),
+        (
+            "CREATE TABLE IF NOT EXISTS k (a UInt8) ENGINE = ReplacingMergeTree(f(a)) ORDER BY a;",
+            "ENGINE = engine[(args)]",
+        ),
+        (
+            "CREATE TABLE IF NOT EXISTS k (a UInt8) ENGINE = MergeTree ORDER BY a AS SELECT 1 AS a;",
+            "filled from a SELECT",
+        ),
+        ("CREATE TABLE IF NOT EXISTS k (a UInt8) ENGINE = Null ORDER BY a;", "Null table takes no"),
+        ("CREATE TABLE IF NOT EXISTS k (a UInt8) ENGINE = MergeTree LIMIT 1;", "only PARTITION BY"),
+        (
+            "CREATE TABLE IF NOT EXISTS k (id String) ENGINE = ReplacingMergeTree ORDER BY id;",
+            "give its sharding key in SHARDING_KEYS",
+        ),
+        ("CREATE TABLE IF NOT EXISTS events (a UInt8) ENGINE = Null;", "events already exists"),
+        ("CREATE TABLE IF NOT EXISTS events_local (a UInt8) ENGINE = Null;", "events_local already"),
+        ("CREATE VIEW v AS SELECT 1;", "CREATE VIEW IF NOT EXISTS name AS"),
+        ("CREATE VIEW IF NOT EXISTS agents AS SELECT 1;", "agents already exists"),
+        ("CREATE OR REPLACE VIEW events AS SELECT 1;", "events exists and is not a plain view"),
+        ("CREATE MATERIALIZED VIEW IF NOT EXISTS m ENGINE = Null AS SELECT 1;", "TO table AS SELECT"),
+        (
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS m TO messages AS SELECT * FROM events;",
+            "must read only tables on every node (Null), which the store inserts into on the node "
+            "it talks to; it reads events",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS m TO nowhere AS SELECT * FROM message_envelopes;",
+            "its target nowhere is not a table",
+        ),
+        ("ALTER TABLE events DROP COLUMN text;", "only ADD COLUMN has a rule in an ALTER TABLE"),
+        ("ALTER TABLE events ADD COLUMN a UInt8, MODIFY TTL now();", "not `MODIFY TTL now()`"),
+        ("ALTER TABLE events_local ADD COLUMN a UInt8;", "events_local is not a table created"),
+        ("ALTER TABLE agents ADD COLUMN a UInt8;", "agents is not a table created"),
+        ("create table if not exists k (a UInt8) engine = Null;", "no rule for this kind"),
+    ],
+)
+def test_an_unknown_construct_is_refused_with_the_statement_named(sql: str, reason: str) -> None:
+    source = with_extra(f"CREATE VIEW IF NOT EXISTS fine AS SELECT 1;\n\n-- why\n{sql}\n", "009_bad")
+    with pytest.raises(ClusterSchemaError) as refused:
+        cluster_schema(source)
+    message = str(refused.value)
+    head = sql.rstrip(";").split("\n")[0]
+    assert message.startswith(f"009_bad.sql, statement 2 (`{head}`): ")
+    assert reason in message
+
+
+def test_a_sharding_key_for_no_table_is_refused() -> None:
+    with pytest.raises(ClusterSchemaError, match="SHARDING_KEYS names evnets, which no migration shards"):
+        cluster_schema(
+            sharding_keys={"events": "cityHash64(id)", "messages": "cityHash64(id)", "evnets": "x"}
+        )
+
+
+def test_add_column_keeps_commas_in_strings_brackets_and_comments() -> None:
+    sql = (
+        "ALTER TABLE events\n"
+        "    ADD COLUMN a Map(String, UInt8) DEFAULT map('x,y', 1), -- p, q\n"
+        "    ADD COLUMN b UInt8;\n"
+    )
+    text = cluster_schema(with_extra(sql))
+    assert (
+        "ALTER TABLE events_local ON CLUSTER '{cluster}'\n"
+        "    ADD COLUMN IF NOT EXISTS a Map(String, UInt8) DEFAULT map('x,y', 1), -- p, q\n"
+        "    ADD COLUMN IF NOT EXISTS b UInt8;"
+    ) in text
