@@ -42,6 +42,10 @@ DESIGN_SUBJECTS = {
     "TeammateIdle": "genie.agent.{agent}.idle",
     "TaskCreated": "genie.agent.{agent}.task.created",
     "TaskCompleted": "genie.agent.{agent}.task.completed",
+    # New to Claude Code since the design's table was first written (issue: every field worth a column).
+    "DirectoryAdded": "genie.agent.{agent}.directory.added",
+    "PreModelSwitch": "genie.agent.{agent}.model.switching",
+    "PostModelSwitch": "genie.agent.{agent}.model.switched",
 }
 
 

@@ -72,6 +72,9 @@ SUBJECTS: dict[str, tuple[str, str, str, str]] = {
     "TeammateIdle": ("agent", "idle", "idle", ""),
     "TaskCreated": ("agent", "task.created", "task_created", ""),
     "TaskCompleted": ("agent", "task.completed", "task_completed", ""),
+    "DirectoryAdded": ("agent", "directory.added", "directory_added", ""),
+    "PreModelSwitch": ("agent", "model.switching", "model_switching", ""),
+    "PostModelSwitch": ("agent", "model.switched", "model_switched", ""),
 }
 MESSAGE_KIND = "message"
 INVALID_EVENT = "InvalidPayload"
@@ -80,7 +83,8 @@ INVALID_EVENT = "InvalidPayload"
 ENVELOPE_FIELDS: tuple[str, ...] = (
     "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text",
     "source", "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id",
-    "host", "cwd", "redacted", "truncated", "data",
+    "host", "cwd", "redacted", "truncated", "seq", "spool_bytes", "prompt_id", "duration_ms",
+    "permission_mode", "model", "data",
 )  # fmt: skip
 _REQUIRED = ("v", "id", "timestamp", "event", "kind", "agent")
 
@@ -284,6 +288,15 @@ def build_envelope(
         "cwd": _str(payload.get("cwd")),
         "redacted": redacted,
         "truncated": False,
+        # Set by the hook: this session's event number on this host (0: none), and the bytes
+        # its spool held when it sent this (the coverage view reports both).
+        "seq": 0,
+        "spool_bytes": 0,
+        # Payload fields worth a typed column, lifted out of `data` (which keeps them too).
+        "prompt_id": _str(payload.get("prompt_id")),
+        "duration_ms": ms if type(ms := payload.get("duration_ms")) is int else None,
+        "permission_mode": _str(payload.get("permission_mode")),
+        "model": _str(payload.get("model")) or _str(payload.get("to_model")),
         "data": payload,
     }
     return subject, env

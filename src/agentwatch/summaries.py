@@ -123,6 +123,16 @@ def summarize(event: str, p: Mapping[str, Any]) -> str:
     if event in ("TaskCreated", "TaskCompleted"):
         verb = "created" if event == "TaskCreated" else "completed"
         return one_line(f"task #{one_line(p.get('task_id'))} {verb}: {one_line(p.get('task_subject'))}")
+    if event == "DirectoryAdded":
+        source = _str(p.get("source"))
+        return one_line(
+            f"directory added: {one_line(p.get('directory'))}" + (f" ({source})" if source else "")
+        )
+    if event in ("PreModelSwitch", "PostModelSwitch"):
+        verb = "switching model" if event == "PreModelSwitch" else "model switched"
+        change = f"{_str(p.get('from_model')) or '?'} → {_str(p.get('to_model')) or '?'}"
+        source = _str(p.get("source"))
+        return one_line(f"{verb}: {change}" + (f" ({source})" if source else ""))
     if event == "Notification":
         return one_line(p.get("message")) or _str(p.get("notification_type")) or "notification"
     for key in ("file_path", "new_cwd", "directory", "worktree_path", "trigger", "source", "reason"):

@@ -79,7 +79,7 @@ def test_cluster_statements_run_on_the_cluster() -> None:
     assert statements
     for statement in statements:
         head = _body(statement).split("\n")[0]
-        assert head.startswith("CREATE ")
+        assert head.startswith(("CREATE ", "ALTER TABLE ")), head
         assert ON_CLUSTER in head, head
         assert "IF NOT EXISTS" in head, head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
@@ -110,7 +110,7 @@ def test_cluster_views_are_the_single_node_views() -> None:
         if _is_view(statement)
     }
     cluster = {_name(s): _body(s.replace(ON_CLUSTER, "")) for s in cluster_statements() if _is_view(s)}
-    assert set(views) == {"message_envelopes_mv", "tool_calls", "sessions", "agents"}
+    assert set(views) == {"message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage"}
     assert cluster == views
 
 
@@ -232,11 +232,11 @@ def test_cluster_views_answer_like_the_single_node(schemas: tuple[Client, Client
 
 # --- A later migration: generated, then applied like the single-node one -------------------------
 
-LATER = """-- A hypothetical 005: a column on the events and on the message envelopes, two new tables.
-ALTER TABLE events ADD COLUMN model LowCardinality(String) DEFAULT '' AFTER host,
+LATER = """-- A hypothetical 099: a column on the events and on the message envelopes, two new tables.
+ALTER TABLE events ADD COLUMN region LowCardinality(String) DEFAULT '' AFTER host,
     ADD COLUMN IF NOT EXISTS cost Float64 CODEC(ZSTD(3));
 
-ALTER TABLE message_envelopes ADD COLUMN model String;
+ALTER TABLE message_envelopes ADD COLUMN region String;
 
 CREATE TABLE IF NOT EXISTS usage
 (
@@ -258,7 +258,7 @@ ENGINE = ReplacingMergeTree(version)
 ORDER BY id;
 
 CREATE OR REPLACE VIEW sessions AS
-SELECT session_id, any(model) AS model, sum(cost) AS cost FROM events FINAL GROUP BY session_id;
+SELECT session_id, any(region) AS region, sum(cost) AS cost FROM events FINAL GROUP BY session_id;
 """
 LATER_KEYS = {"events": "cityHash64(id)", "messages": "cityHash64(id)", "costs": "cityHash64(id)"}
 
@@ -271,7 +271,7 @@ def later_schemas(chdb_engine: tuple[str, Client]) -> Iterator[tuple[Client, Cli
     root.command("CREATE DATABASE later_cluster")
     single = clickhouse_connect.get_client(dsn=dsn, database="later_single")
     cluster = clickhouse_connect.get_client(dsn=dsn, database="later_cluster")
-    source = [*migrations(), (5, "005_later", LATER)]
+    source = [*migrations(), (99, "099_later", LATER)]
     for _, _, sql in source:
         for statement in split_statements(sql):
             single.command(statement)
@@ -297,7 +297,7 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
         assert columns(cluster_client, name) == expected, name
         if name + "_local" in local:
             assert columns(cluster_client, name + "_local") == expected, name
-    assert ("model", "LowCardinality(String)", 19) in [r[:3] for r in columns(cluster_client, "events")]
+    assert ("region", "LowCardinality(String)", 19) in [r[:3] for r in columns(cluster_client, "events")]
     engines = (
         "SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() "
         "AND name IN ('costs_local', 'usage_local') ORDER BY name"

@@ -34,7 +34,8 @@ EXPECTED = {
 ENVELOPE_KEYS = {
     "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text", "source",
     "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id", "host", "cwd",
-    "redacted", "truncated", "data",
+    "redacted", "truncated", "seq", "spool_bytes", "prompt_id", "duration_ms", "permission_mode", "model",
+    "data",
 }  # fmt: skip
 TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 

@@ -154,7 +154,7 @@ def test_only_unrecorded_files_are_applied(fresh: Client) -> None:
         "schema_migrations", [[v, n] for v, n, _ in migrations()[:3]], column_names=["version", "name"]
     )
 
-    assert apply_migrations(fresh) == ["004_views"]
+    assert apply_migrations(fresh) == [n for _, n, _ in migrations()[3:]]
     assert set(_schema_snapshot(fresh)) >= VIEWS
 
 

@@ -45,7 +45,9 @@ class FallbackConnection:
             raise BusError("deadline reached")
         return self._loop.run_until_complete(asyncio.wait_for(coro, left))
 
-    def publish(self, messages: list[Message]) -> None:
+    def publish(self, messages: list[Message], stream: bool | None = None) -> bool | None:  # noqa: ARG002
+        """Core publish and flush: nats-py's PONG is the confirmation (the stream is not asked)."""
+
         async def send() -> None:
             for subject, msg_id, body in messages:
                 await self._nc.publish(subject, body, headers={MSG_ID_HEADER: msg_id})
@@ -55,6 +57,7 @@ class FallbackConnection:
             self._run(send())
         except Exception as exc:
             raise BusError(f"publish failed: {exc}") from None
+        return None
 
     def close(self) -> None:
         try:

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 # more than the rest of its start-up together.
 signal: Any = __import__("_signal")
 
+# Claude Code sends SIGTERM to hooks still running when a session ends; a closed terminal sends
+# SIGHUP. Each makes the hook spool what the bus has not confirmed and exit 0 at once.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 CRASH_LOG_MAX_BYTES = 256 * 1024
 # Share of the deadline after which the hook stops draining the spool and leaves the rest for later.
 FLUSH_SHARE = 0.5
@@ -117,49 +120,139 @@ class Publisher:
             from agentwatch.emitter.fallback import FallbackConnection
 
             self._conn = FallbackConnection(url, environ, deadline)
+            self.server = ""
         else:
             from agentwatch.emitter.wire import connect
 
             self._conn = connect(config.parse_urls(url), deadline)
+            self.server = f"{self._conn.url.host}:{self._conn.url.port}"
         self.max_payload = self._conn.max_payload
+        # What this host learned before about the server: does a stream capture genie.>?
+        self.stream = self._known = bus_knowledge(environ, self.server) if self.server else None
 
     def publish(self, messages: list[Message]) -> None:
-        self._conn.publish(messages)
+        learned = self._conn.publish(messages, self.stream)
+        if learned is not None:
+            self.stream = learned
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+        if self.server and self.stream is not None and self.stream != self._known:
+            remember_bus(self.environ, self.server, self.stream)
 
 
-def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: float) -> str:
-    """Publish one hook invocation; spool it if the bus is unreachable. Returns what happened."""
-    deadline = started + deadline_s
+# --- what the hook remembers about the bus ---------------------------------------------------
+
+# How long the hook trusts what it learned: a stream exists (then it waits for the stream's acks)
+# or no stream captures genie.> (then the server's PONG confirms). Past this it asks JetStream
+# again, in the same write as the events. A stream made or deleted meanwhile is noticed this late.
+STREAM_KNOWN_S = 60.0
+NO_STREAM_KNOWN_S = 30.0
+
+
+def _knowledge_path(environ: Mapping[str, str]) -> str:
+    return os.path.join(config.data_dir(environ), "bus-knowledge")
+
+
+def bus_knowledge(environ: Mapping[str, str], server: str, now: float | None = None) -> bool | None:
+    """Whether a stream captured genie.> on `server`, as learned recently; None when not known."""
+    now = time.time() if now is None else now
+    try:
+        with open(_knowledge_path(environ), "rb") as f:
+            lines = f.read(65536).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == server and parts[1] in ("0", "1"):
+            try:
+                age = now - float(parts[2])
+            except ValueError:
+                return None
+            stream = parts[1] == "1"
+            return stream if 0 <= age < (STREAM_KNOWN_S if stream else NO_STREAM_KNOWN_S) else None
+    return None
+
+
+def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
+    """Keep what was learned about `server` (atomically; other servers' lines stay)."""
+    path = _knowledge_path(environ)
+    try:
+        with open(path, "rb") as f:
+            kept = [ln for ln in f.read(65536).decode("utf-8", "replace").splitlines()[-31:]
+                    if ln.split(" ", 1)[0] != server]  # fmt: skip
+    except OSError:
+        kept = []
+    kept.append(f"{server} {int(stream)} {time.time():.0f}")
+    tmp = f"{path}.{os.getpid()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, ("\n".join(kept) + "\n").encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+# --- one run -----------------------------------------------------------------------------------
+
+
+class Interrupted(BaseException):
+    """Raised by the SIGTERM/SIGINT/SIGHUP handler: spool what is not confirmed, and leave."""
+
+
+def _on_stop(_signum: int, _frame: FrameType | None) -> None:
+    _quiet()
+    raise Interrupted
+
+
+def _quiet() -> None:
+    """No more alarms or stop signals: the run is ending and must finish its spooling."""
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _outgoing(raw: bytes, environ: Mapping[str, str], spool: Spool) -> list[Message]:
+    """The invocation's messages, encoded, numbered in their session, with the spool's backlog."""
     import _socket
 
     outgoing = envelopes_from_stdin(raw, environ, host=_socket.gethostname())
+    event = outgoing[0][1]
+    if event.get("session_id"):
+        from agentwatch.emitter.sequence import next_seq
+
+        event["seq"] = next_seq(config.data_dir(environ), event["session_id"])
+    event["spool_bytes"] = spool.pending_bytes()
+    return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing]
+
+
+def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: float) -> str:
+    """Publish one hook invocation; spool it if the bus does not confirm. Returns what happened.
+
+    The messages are on disk (in flight) before anything is sent, so even SIGKILL loses nothing.
+    """
+    deadline = started + deadline_s
     spool = spool_for(environ)
     publisher = None
     encoded: list[Message] = []
+    held = ""
     try:
+        encoded = _outgoing(raw, environ, spool)
+        held = spool.hold(encoded)
         publisher = Publisher(environ, deadline)
-        encoded = [(s, e["id"], encode_envelope(e, publisher.max_payload)) for s, e in outgoing]
+        if publisher.max_payload < DEFAULT_MAX_PAYLOAD:
+            encoded = [(s, i, refit(publisher.max_payload)(b)) for s, i, b in encoded]
         publisher.publish(encoded)
-    except (Exception, Deadline) as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        if not encoded or len(encoded) != len(outgoing):
-            encoded = [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing]
-        if not spool.append(encoded):
-            log_problem(
-                environ, "spool_full", f"spool full ({spool.max_bytes} bytes): dropped {encoded[0][1]}"
-            )
-            return "dropped"
-        if isinstance(exc, Deadline):
-            log_problem(environ, "deadline", "the bus did not confirm before the deadline; spooled")
-        elif not _is_unreachable(exc):
-            log_problem(environ, "bus_error", str(exc))
+    except (Exception, Deadline, Interrupted) as exc:
+        _quiet()
         if publisher is not None:
             publisher.close()
-        return "spooled"
+        return _spool(environ, spool, raw, encoded, held, exc)
+    spool.release(held)
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
         if not spool.is_empty():
@@ -171,6 +264,29 @@ def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: floa
     finally:
         publisher.close()
     return "published"
+
+
+def _spool(
+    environ: Mapping[str, str],
+    spool: Spool,
+    raw: bytes,
+    encoded: list[Message],
+    held: str,
+    exc: BaseException,
+) -> str:
+    """Keep what the bus did not confirm for a later run; what happened."""
+    if not encoded:  # stopped before the messages were made: make them now, signals are off
+        encoded = _outgoing(raw, environ, spool)
+    if not spool.settle(held, encoded):
+        log_problem(environ, "spool_full", f"spool full ({spool.max_bytes} bytes): dropped {encoded[0][1]}")
+        return "dropped"
+    if isinstance(exc, Deadline):
+        log_problem(environ, "deadline", "the bus did not confirm before the deadline; spooled")
+    elif isinstance(exc, Interrupted):
+        return "interrupted"
+    elif not _is_unreachable(exc):
+        log_problem(environ, "bus_error", str(exc))
+    return "spooled"
 
 
 def _is_unreachable(exc: BaseException) -> bool:
@@ -202,9 +318,13 @@ def run_hook(environ: Mapping[str, str] | None = None) -> str:
     deadline_s = config.number(env, "AGENTWATCH_DEADLINE_MS", config.DEFAULT_DEADLINE_MS) / 1000.0
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, deadline_s)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _on_stop)
     try:
         raw = _read_stdin()
         return run(raw, env, started, deadline_s)
+    except Interrupted:
+        return "interrupted"  # before stdin was read whole: there was no event yet
     except Deadline:
         log_problem(env, "deadline", f"hook run exceeded its {deadline_s * 1000:.0f} ms deadline")
         return "deadline"

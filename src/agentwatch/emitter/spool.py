@@ -5,6 +5,11 @@ One append-only file of lines `SUBJECT ID BODY` (BODY is the envelope's one-line
 for the single write of their lines, so lines never interleave. The spool is bounded: an append
 that would grow it past its cap is refused (and the hook logs the drop).
 
+Before a hook sends anything it writes its messages to a file of their own under `inflight/`
+(named by its pid), and removes it once the bus confirmed them: a hook killed at any moment
+after that, even by SIGKILL, leaves the file behind, and the next flush (a hook's drain, or
+`agentwatch spool flush`) moves the files of processes that are gone into the queue.
+
 A flusher takes a separate lock (only one flushes at a time; a hook that finds it taken just
 skips flushing), reads from the committed position, publishes a chunk, waits for the server's
 confirmation, then commits the new position. Once everything is sent, it truncates the file under
@@ -28,6 +33,9 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 CHUNK_BYTES = 256 * 1024
+# An in-flight file older than this is recovered even if a process with its pid is alive (the
+# pid was reused): no hook run lives that long.
+INFLIGHT_STALE_S = 120.0
 
 
 class SpoolStatus:
@@ -49,12 +57,75 @@ class Spool:
         self.max_bytes = max_bytes
         self._pos_path = os.path.join(directory, "queue.pos")
         self._lock_path = os.path.join(directory, "flush.lock")
+        self.inflight = os.path.join(directory, "inflight")
+
+    # -- in flight (the hook, before it sends) -----------------------------------------------
+
+    def hold(self, messages: list[Message]) -> str:
+        """Write `messages` to an in-flight file of this process before they are sent; its path."""
+        path = os.path.join(self.inflight, f"{os.getpid()}.{messages[0][1] if messages else 'empty'}")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except FileNotFoundError:
+            os.makedirs(self.inflight, mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, _lines(messages))
+        finally:
+            os.close(fd)
+        return path
+
+    def release(self, held: str) -> None:
+        """The bus confirmed what `held` holds: forget it."""
+        try:  # noqa: SIM105 - contextlib would cost the hook an import
+            os.unlink(held)
+        except FileNotFoundError:
+            pass
+
+    def settle(self, held: str, messages: list[Message]) -> bool:
+        """The bus did not confirm: queue `messages` for later and drop the in-flight copy.
+        False when the spool is full (the messages are then dropped)."""
+        kept = self.append(messages)
+        if held:
+            self.release(held)
+        return kept
+
+    def recover(self) -> int:
+        """Queue the in-flight messages of hook runs that ended without settling (killed); how many."""
+        try:
+            names = os.listdir(self.inflight)
+        except FileNotFoundError:
+            return 0
+        moved = 0
+        now = time.time()
+        for name in names:
+            path = os.path.join(self.inflight, name)
+            try:
+                if _alive(int(name.split(".", 1)[0])) and now - os.stat(path).st_mtime < INFLIGHT_STALE_S:
+                    continue
+                # Claimed by a rename, so two recovering processes never queue it twice; a claim
+                # by a process that then died carries that pid and is recovered in turn.
+                claimed = os.path.join(self.inflight, f"{os.getpid()}.r{name.split('.', 1)[1]}")
+                os.rename(path, claimed)
+                with open(claimed, "rb") as f:
+                    data = f.read()
+            except (ValueError, IndexError, OSError):
+                continue
+            path = claimed
+            complete = data[: data.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
+            if complete:
+                self._append_raw(complete)
+                moved += complete.count(b"\n")
+            self.release(path)
+        return moved
 
     # -- appending (the hook, bus down) ------------------------------------------------------
 
     def append(self, messages: list[Message]) -> bool:
         """Append `messages` as one write; False when the spool is full and they were not kept."""
-        data = b"".join(f"{subject} {msg_id} ".encode() + body + b"\n" for subject, msg_id, body in messages)
+        return self._append_raw(_lines(messages))
+
+    def _append_raw(self, data: bytes) -> bool:
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -70,11 +141,23 @@ class Spool:
             os.close(fd)  # releases the lock
 
     def is_empty(self) -> bool:
-        """Cheap check for the hook's fast path: one stat."""
+        """Cheap check for the hook's fast path: a stat, and a look at the in-flight files."""
+        return self.pending_bytes() == 0 and not self._orphans()
+
+    def pending_bytes(self) -> int:
+        """Bytes queued and not yet sent."""
         try:
-            return os.stat(self.path).st_size <= self._read_pos()
+            return max(0, os.stat(self.path).st_size - self._read_pos())
         except FileNotFoundError:
-            return True
+            return 0
+
+    def _orphans(self) -> bool:
+        """In-flight files other than this process's own."""
+        try:
+            mine = f"{os.getpid()}."
+            return any(not name.startswith(mine) for name in os.listdir(self.inflight))
+        except FileNotFoundError:
+            return False
 
     # -- position ----------------------------------------------------------------------------
 
@@ -123,6 +206,7 @@ class Spool:
             want *= 2
 
     def status(self) -> SpoolStatus:
+        self.recover()
         st = SpoolStatus(self.path)
         try:
             fd = os.open(self.path, os.O_RDONLY)
@@ -162,6 +246,7 @@ class Spool:
         `send` raises on failure; what it confirmed stays committed. `fit` may rewrite a body
         that no longer fits the server. Returns (messages sent, malformed lines skipped).
         """
+        self.recover()
         try:
             lock = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except FileNotFoundError:
@@ -208,3 +293,17 @@ class Spool:
         finally:
             os.close(lock)
         return sent, skipped
+
+
+def _lines(messages: list[Message]) -> bytes:
+    return b"".join(f"{subject} {msg_id} ".encode() + body + b"\n" for subject, msg_id, body in messages)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

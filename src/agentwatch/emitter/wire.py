@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 # Reply subjects for JetStream's acknowledgements; a deployment that restricts the hook's user
 # grants it `subscribe: "_AW_ACK.>"` (see deploy/nats/accounts.conf).
 ACK_PREFIX = "_AW_ACK"
+# JetStream's API for "which streams capture this subject"; the hook's user needs publish rights
+# on it (deploy/nats/accounts.conf grants them), else the hook waits for acks as it always did.
+STREAM_NAMES_API = "$JS.API.STREAM.NAMES"
 
 
 class BusError(Exception):
@@ -153,28 +156,37 @@ class Connection:
         data, self._buf = self._buf[:n], self._buf[n:]
         return data
 
-    def publish(self, messages: Iterable[Message]) -> None:
+    def publish(self, messages: Iterable[Message], stream: bool | None = None) -> bool | None:
         """Send `messages`; return once each is stored, or raise BusError.
 
         On a server with JetStream, stored means the stream's acknowledgement (a PubAck on the
         reply subject); a server's PONG alone is not enough in a cluster: it proves that server
         received a message, not that the stream leader stored it, and a node killed at that moment
-        loses it. Until a stream captures genie.> (before `agentwatch up` made it), events wait in
-        the caller's spool; where nothing listens at all, the server's "no responders" ends the
-        wait at once. Without JetStream, the PONG after the messages is all the confirmation there
-        is. Message ids make JetStream drop the repeats of anything sent again.
+        loses it. Without JetStream, or where no stream captures the subject, the PONG after the
+        messages is all the confirmation there is. Message ids make JetStream drop the repeats of
+        anything sent again.
+
+        `stream` is what the caller knows of the bus: True (a stream captures genie.>: wait for
+        its acks), False (none does: the PONG confirms), None (ask JetStream, in the same write).
+        Returns what this call learned (True, False), or None when it learned nothing.
         """
         batch = list(messages)
         headers = bool(self.info.get("headers", True))
-        # With JetStream on the server, an event is sent once a stream stored it; without it,
-        # the PONG after the messages is all the confirmation there is.
-        acks = headers and bool(self.info.get("jetstream")) and not self._acks_refused
+        acks = headers and bool(self.info.get("jetstream")) and not self._acks_refused and stream is not False
         parts = []
         if acks and not self._inbox:
             import os
 
             self._inbox = f"{ACK_PREFIX}.{os.urandom(8).hex()}"
             parts.append(f"SUB {self._inbox}.* 1\r\n".encode())
+        ask = acks and stream is None and bool(batch)
+        if ask:
+            # Does a stream capture these subjects? Asked in the same write, answered alongside the
+            # PONG: it costs no round trip, and spares a wait for acks that no stream will send
+            # (a core subscriber on genie.> otherwise keeps "no responders" from ending it).
+            question = f'{{"subject":"{batch[0][0]}"}}'.encode()
+            parts.append(f"PUB {STREAM_NAMES_API} {self._inbox}.s {len(question)}\r\n".encode())
+            parts.append(question + b"\r\n")
         for i, (subject, msg_id, body) in enumerate(batch):
             reply = f" {self._inbox}.{i}" if acks else ""
             if headers:
@@ -189,11 +201,11 @@ class Connection:
         try:
             self._send(b"".join(parts))
             if acks:
-                self._await_acks(len(batch))
-            else:
-                self.confirm()
+                return self._await_acks(len(batch))
+            self.confirm()
         except OSError as exc:
             raise BusError(f"{self.url.display()}: {self._server_said() or exc}") from None
+        return None
 
     # This connection's inbox for acknowledgements, subscribed with the first batch; refused where
     # the user may only publish, and then the PONG is the confirmation.
@@ -216,10 +228,13 @@ class Connection:
             return ""
         return "refused: " + self._buf[at + 5 :].split(b"\r\n", 1)[0].decode(errors="replace")
 
-    def _await_acks(self, count: int) -> None:
-        """Read until every message 0..count-1 has its PubAck or no-responders status."""
+    def _await_acks(self, count: int) -> bool | None:
+        """Read until every message 0..count-1 has its PubAck or no-responders status, or JetStream
+        answered the question publish() asked that no stream captures them (the PONG confirms)."""
         waiting = set(range(count))
         ponged = False
+        learned: bool | None = None
+        prefix = self._inbox.encode()
         while waiting or not ponged:
             line = self._readline()
             if line.startswith((b"MSG ", b"HMSG ")):
@@ -227,33 +242,42 @@ class Connection:
                 total = int(fields[-1])
                 hdr_len = int(fields[-2]) if fields[0] == b"HMSG" else 0
                 payload = self._read_exact(total + 2)[:total]
-                index = (
-                    int(fields[1].rsplit(b".", 1)[-1]) if fields[1].startswith(self._inbox.encode()) else -1
-                )
+                tag = fields[1].rsplit(b".", 1)[-1] if fields[1].startswith(prefix) else b""
+                head, body = payload[:hdr_len], payload[hdr_len:]
+                if tag == b"s":
+                    learned = _stream_found(head, body)
+                    if learned is False:
+                        waiting.clear()  # no stream will acknowledge: the PONG is the confirmation
+                    continue
+                index = int(tag) if tag.isdigit() else -1
                 if index not in waiting:
                     continue
-                head, body = payload[:hdr_len], payload[hdr_len:]
                 if head.startswith(b"NATS/1.0 503"):
                     waiting.discard(index)  # no stream for this subject: core delivery is all there is
+                    learned = False if learned is None else learned
                     continue
                 if b'"error"' in body[:200]:
                     raise BusError(
                         f"{self.url.display()} did not store a message: {body[:300].decode(errors='replace')}"
                     )
+                learned = True
                 waiting.discard(index)
             elif line == b"PONG":
                 ponged = True
             elif line.startswith(b"-ERR"):
                 text = line[5:].decode(errors="replace")
+                if "Permissions Violation for Publish" in text and STREAM_NAMES_API in text:
+                    continue  # this user may not ask: wait for the acks as before
                 if "Permissions Violation for Subscription" in text:
                     # This user may not receive acks: fall back to the server's PONG.
                     self._acks_refused = True
                     if not ponged:
                         self.confirm()
-                    return
+                    return learned
                 raise BusError(f"{self.url.display()} refused: {text}")
             elif line == b"PING":
                 self._send(b"PONG\r\n")
+        return learned
 
     def confirm(self) -> None:
         """Wait for the PONG that follows everything sent so far."""
@@ -291,3 +315,16 @@ def connect(
     if on_error is not None:
         on_error(message)
     raise BusError(message)
+
+
+def _stream_found(head: bytes, body: bytes) -> bool | None:
+    """Whether JetStream's STREAM.NAMES reply names a stream; None when it did not say."""
+    if head.startswith(b"NATS/1.0 503"):
+        return False  # JetStream does not answer for this account: no stream will ack
+    try:
+        reply = loads(body.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    if not isinstance(reply, dict) or "error" in reply:
+        return None
+    return bool(reply.get("streams"))

@@ -1,0 +1,62 @@
+"""Each session's events numbered 1, 2, 3, ... on this host, so the store can tell what is missing.
+
+Claude Code gives hook events no sequence number, and its hooks run as separate processes, often
+at once. The number is a counter file per session in the data dir, read and advanced under an
+exclusive flock: concurrent hook processes of one session never share or skip a number.
+Counters of sessions untouched for PRUNE_AFTER_S are removed now and then.
+
+Standard library only: this module is on the hook's path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+
+PRUNE_AFTER_S = 30 * 86400
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def counter_path(data_dir: str, session_id: str) -> str:
+    name = "".join(ch if ch in _SAFE else "_" for ch in session_id[:128])
+    return os.path.join(data_dir, "seq", name)
+
+
+def next_seq(data_dir: str, session_id: str) -> int:
+    """The next number of `session_id` on this host (1 for its first event)."""
+    path = counter_path(data_dir, session_id)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        text = os.pread(fd, 32, 0)
+        value = (int(text) if text.strip().isdigit() else 0) + 1
+        data = str(value).encode()
+        os.pwrite(fd, data.ljust(20), 0)  # fixed width: no truncate, no stale digits
+        return value
+    finally:
+        os.close(fd)
+
+
+def prune(data_dir: str, now: float | None = None) -> int:
+    """Remove counters untouched for PRUNE_AFTER_S; how many."""
+    now = time.time() if now is None else now
+    folder = os.path.join(data_dir, "seq")
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return 0
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            if now - os.stat(path).st_mtime > PRUNE_AFTER_S:
+                os.unlink(path)
+                removed += 1
+        except OSError:
+            continue
+    return removed
