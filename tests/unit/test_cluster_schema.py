@@ -49,7 +49,7 @@ SELECT tool_use_id FROM events FINAL;
 """
 
 EXPECTED = (
-    "-- 005_model ".ljust(100, "-")
+    "-- 099_model ".ljust(100, "-")
     + """
 -- 005: the model of each event.
 ALTER TABLE events_local ON CLUSTER '{cluster}' ADD COLUMN IF NOT EXISTS model LowCardinality(String) \
@@ -98,12 +98,24 @@ SELECT tool_use_id FROM events FINAL;
 KEYS = {"events": "cityHash64(id)", "messages": "cityHash64(id)", "costs": "cityHash64(id)"}
 
 
-def with_extra(sql: str, name: str = "005_model") -> list[tuple[int, str, str]]:
+def with_extra(sql: str, name: str = "099_model") -> list[tuple[int, str, str]]:
     return [*migrations(), (int(name[:3]), name, sql)]
 
 
 def heads(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(("CREATE ", "ALTER "))]
+
+
+# 005_coverage: each column on the local table and on the Distributed one.
+COVERAGE_COLUMNS = (
+    "seq UInt64 DEFAULT 0",
+    "spool_bytes UInt64 DEFAULT 0",
+    "prompt_id String DEFAULT JSONExtractString(data, 'prompt_id')",
+    "duration_ms Nullable(Int64) DEFAULT JSONExtract(data, 'duration_ms', 'Nullable(Int64)')",
+    "permission_mode LowCardinality(String) DEFAULT JSONExtractString(data, 'permission_mode')",
+    "model LowCardinality(String) DEFAULT if(JSONHas(data, 'model'), JSONExtractString(data, 'model'), "
+    "JSONExtractString(data, 'to_model'))",
+)
 
 
 def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
@@ -119,6 +131,12 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE VIEW IF NOT EXISTS tool_calls {ON_CLUSTER} AS",
         f"CREATE VIEW IF NOT EXISTS sessions {ON_CLUSTER} AS",
         f"CREATE VIEW IF NOT EXISTS agents {ON_CLUSTER} AS",
+        *(
+            f"ALTER TABLE {table} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {column};"
+            for column in COVERAGE_COLUMNS
+            for table in ("events_local", "events")
+        ),
+        f"CREATE VIEW IF NOT EXISTS coverage {ON_CLUSTER} AS",
     ]
 
 
@@ -133,15 +151,15 @@ def test_the_output_splits_like_a_migration() -> None:
     """One statement per generated CREATE/ALTER, every one ending with `;` at the end of a line."""
     text = cluster_schema(with_extra(EXTRA), sharding_keys=KEYS)
     statements = split_statements(text)
-    assert len(statements) == len(heads(text)) == 11 + 8
+    assert len(statements) == len(heads(text)) == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 8
     assert all(ON_CLUSTER in s for s in statements)
 
 
 def test_a_later_migration_is_transformed_statement_by_statement() -> None:
     text = cluster_schema(with_extra(EXTRA), sharding_keys=KEYS)
-    assert text[text.index("-- 005_model ") :] == EXPECTED
+    assert text[text.index("-- 099_model ") :] == EXPECTED
     assert "--   costs                 Distributed over costs_local, sharded by cityHash64(id)" in text
-    assert "(001_events to 005_model)" in text
+    assert "(001_events to 099_model)" in text
 
 
 def test_the_database_names_the_distributed_tables_and_the_command() -> None:

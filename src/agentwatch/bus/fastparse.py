@@ -96,9 +96,8 @@ class FastParser(stock.Parser):
 
     fast_sids: dict[int, Any]
 
-    async def parse(
-        self, data: bytes = b""
-    ) -> None:  # long: one pass per read; helpers would cost a call per message
+    # long: one pass per read; helpers would cost a call per message on the store's hot path
+    async def parse(self, data: bytes = b"") -> None:
         if self.state != stock.AWAITING_CONTROL_LINE:
             # The stock parser read a control line and awaits its payload: let it finish exactly
             # that message, then carry on here.
