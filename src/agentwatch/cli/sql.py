@@ -62,7 +62,12 @@ def render(result: dict[str, Any], fmt: str, out: io.TextIOBase | Any = sys.stdo
         out.write(note + f", {result.get('elapsed_ms', 0)} ms)\n")
 
 
-def run_sql(sql: str, max_rows: int = QUERY_MAX_ROWS, timeout: float | None = None) -> dict[str, Any]:
+def run_sql(
+    sql: str,
+    max_rows: int = QUERY_MAX_ROWS,
+    timeout: float | None = None,
+    params: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The reply to `sql`, from wherever the history is; CliError when it cannot be reached."""
     try:
         from agentwatch.bus.connect import BusUnreachable
@@ -71,7 +76,7 @@ def run_sql(sql: str, max_rows: int = QUERY_MAX_ROWS, timeout: float | None = No
         raise missing_extra(exc, "sql", "tui") from None
     history = History() if timeout is None else History(timeout=timeout)
     try:
-        return history.query(sql, max_rows=max_rows)
+        return history.query(sql, params, max_rows=max_rows)
     except ImportError as exc:
         raise missing_extra(exc, "sql", "tui") from None
     except (BusUnreachable, ValueError) as exc:

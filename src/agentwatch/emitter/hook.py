@@ -24,7 +24,7 @@ from agentwatch.emitter.spool import DEFAULT_MAX_BYTES, Spool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from types import FrameType
     from typing import Any
 
@@ -204,9 +204,18 @@ class Interrupted(BaseException):
     """Raised by the SIGTERM/SIGINT/SIGHUP handler: spool what is not confirmed, and leave."""
 
 
+# Where the run is, for the stop handler. Until the messages are on disk (stdin read, envelopes
+# made, the in-flight file written: a few milliseconds) a stop is only noted, and acted on as
+# soon as they are safe; while the bus is waited on, a stop ends the wait at once.
+PREPARING, SENDING = "preparing", "sending"
+_run: dict[str, Any] = {"phase": PREPARING, "stop": False}
+
+
 def _on_stop(_signum: int, _frame: FrameType | None) -> None:
-    _quiet()
-    raise Interrupted
+    _run["stop"] = True
+    if _run["phase"] == SENDING:
+        _quiet()
+        raise Interrupted
 
 
 def _quiet() -> None:
@@ -243,6 +252,10 @@ def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: floa
     try:
         encoded = _outgoing(raw, environ, spool)
         held = spool.hold(encoded)
+        _run["phase"] = SENDING
+        if _run["stop"]:  # asked to stop while the messages were made: they are safe now
+            _quiet()
+            raise Interrupted
         publisher = Publisher(environ, deadline)
         if publisher.max_payload < DEFAULT_MAX_PAYLOAD:
             encoded = [(s, i, refit(publisher.max_payload)(b)) for s, i, b in encoded]
@@ -309,7 +322,7 @@ def _read_stdin() -> bytes:
     return b"".join(chunks)
 
 
-def run_hook(environ: Mapping[str, str] | None = None) -> str:
+def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = ()) -> str:
     """The whole hook run, without the final exit: read stdin, publish or spool, log problems."""
     started = time.monotonic()
     env = os.environ if environ is None else environ
@@ -320,11 +333,12 @@ def run_hook(environ: Mapping[str, str] | None = None) -> str:
     signal.setitimer(signal.ITIMER_REAL, deadline_s)
     for sig in STOP_SIGNALS:
         signal.signal(sig, _on_stop)
+    _run.update(phase=PREPARING, stop=bool(stopped))  # stopped: before this module was loaded
     try:
         raw = _read_stdin()
         return run(raw, env, started, deadline_s)
     except Interrupted:
-        return "interrupted"  # before stdin was read whole: there was no event yet
+        return "interrupted"  # while draining the spool: what was not confirmed stays spooled
     except Deadline:
         log_problem(env, "deadline", f"hook run exceeded its {deadline_s * 1000:.0f} ms deadline")
         return "deadline"
@@ -337,10 +351,12 @@ def run_hook(environ: Mapping[str, str] | None = None) -> str:
         signal.signal(signal.SIGALRM, previous)
 
 
-def main() -> None:
-    """Console entry point: run the hook, then leave at once with status 0, whatever happened."""
+def main(stopped: Sequence[int] = ()) -> None:
+    """Console entry point: run the hook, then leave at once with status 0, whatever happened.
+
+    `stopped`: stop signals the script received before it could load this module."""
     try:
-        run_hook()
+        run_hook(stopped=stopped)
     except BaseException:  # noqa: S110 - not even a logging failure may change the agent's run
         pass
     finally:

@@ -194,3 +194,35 @@ STATUS = Query(
     "SELECT (SELECT count() FROM events FINAL) AS events, (SELECT count() FROM messages FINAL) AS messages, "
     "(SELECT count() FROM dead_letters) AS dead_letters, (SELECT max(timestamp) FROM events) AS latest"
 )
+
+
+# --- coverage -----------------------------------------------------------------------------------
+
+
+def coverage(limit: int = 200, below_only: bool = False) -> Query:
+    """Sessions by how complete their record is, those below 100% first, then the newest."""
+    where = (
+        "WHERE coalesce(c.coverage_pct, 100) < 100 OR c.unpaired_calls > 0 OR c.open_subagents > 0 "
+        if below_only
+        else ""
+    )
+    # `where` is one of two fixed texts; every value is a parameter.
+    return Query(
+        "SELECT c.session_id AS session_id, c.host AS host, c.max_seq AS max_seq, c.stored AS stored, "  # noqa: S608
+        "c.missing AS missing, c.coverage_pct AS coverage_pct, c.unpaired_calls AS unpaired_calls, "
+        "c.open_subagents AS open_subagents, c.ended AS ended, c.spool_bytes AS spool_bytes, "
+        "s.last_seen AS last_seen "
+        "FROM coverage AS c LEFT JOIN sessions AS s ON s.session_id = c.session_id "
+        f"{where}"
+        "ORDER BY coalesce(c.coverage_pct, 100) >= 100, s.last_seen DESC "
+        "LIMIT {limit:UInt32}",
+        {"limit": int(limit)},
+    )
+
+
+COVERAGE_TOTAL = Query(
+    "SELECT count() AS sessions, sum(c.max_seq) AS total_emitted, sum(c.stored) AS total_stored, "
+    "sum(c.missing) AS total_missing, "
+    "if(total_emitted = 0, NULL, round(100 * total_stored / total_emitted, 2)) AS total_pct "
+    "FROM coverage AS c"
+)

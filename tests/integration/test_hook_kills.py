@@ -1,0 +1,234 @@
+"""Nothing lost when the hook is killed, whatever the bus; each session's events numbered without a
+gap or a repeat; coverage that says what is missing and recovers when the spool is sent.
+
+The installed `agentwatch-emit` runs as Claude Code runs it (payload on stdin, stdin closed), and is
+sent SIGTERM or SIGKILL at offsets from 30 to 300 ms after it started, on a bus that is up, one that
+accepts connections and never answers, and one that is down. Then `agentwatch spool flush` sends
+what was kept, and the store must hold every event exactly once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import termios
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import clean_env, free_port, run_cli, run_emit, tool
+from tests.integration.test_store import Service, sql_rows, wait_rows
+from tests.services import NatsServer
+
+pytestmark = pytest.mark.slow
+
+RUNS_PER_CASE = 50  # 6 cases: 300 killed runs
+SESSION = "kill-test-session"
+
+
+class SilentServer:
+    """Accepts connections and never says a word (a hung bus)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(512)
+        self.port = int(self.sock.getsockname()[1])
+        self.held: list[socket.socket] = []
+        self._stop = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self._stop = True
+        self.thread.join(5)
+        for conn in self.held:
+            conn.close()
+        self.sock.close()
+
+
+def unread(fd: int) -> int:
+    """Bytes still in the pipe: the hook had not read its stdin whole."""
+    return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+
+
+def killed_run(index: int, env: dict[str, str], sig: int, offset: float) -> tuple[int, bool, int, bytes]:
+    """One hook run sent `sig` `offset` s after it started: (index, its stdin was read whole,
+    exit status, stdout). Like Claude Code, the payload is written and stdin closed at once; this
+    test keeps a read end of the pipe to see whether the hook had read it."""
+    payload = json.dumps(
+        {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": SESSION,
+            "cwd": "/tmp",
+            "prompt": f"run {index}",
+        }
+    ).encode()
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([tool("agentwatch-emit")], stdin=read_end, stdout=subprocess.PIPE, env=env)
+        os.write(write_end, payload)
+        os.close(write_end)
+        write_end = -1
+        time.sleep(offset)
+        read_whole = unread(read_end) == 0
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=10)
+        return index, read_whole, proc.returncode, out
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[tuple[NatsServer, dict[str, str]]]:
+    server = NatsServer(tmp_path / "nats").start()
+    env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "store"), AGENTWATCH_NATS_URL=server.url)
+    service = Service(["store"], env)
+    try:
+        service.wait_ready()
+        yield server, env
+    finally:
+        code, output = service.stop()
+        server.stop()
+        assert code == 0, output
+
+
+def test_killed_hooks_lose_nothing_on_any_bus(
+    store: tuple[NatsServer, dict[str, str]], tmp_path: Path
+) -> None:
+    server, store_env = store
+    silent = SilentServer()
+    buses = {
+        "up": server.url,
+        "hung": f"nats://127.0.0.1:{silent.port}",
+        "down": f"nats://127.0.0.1:{free_port()}",
+    }
+    rng = random.Random(7)  # noqa: S311 - kill offsets, reproducible
+    jobs = []
+    index = 0
+    for bus, url in buses.items():
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            env = clean_env(
+                AGENTWATCH_DATA_DIR=str(tmp_path / f"hook-{bus}-{sig.name}"),
+                AGENTWATCH_NATS_URL=url,
+                AGENTWATCH_DEADLINE_MS="1000",  # so that the kill, not the deadline, ends the run
+            )
+            for _ in range(RUNS_PER_CASE):
+                jobs.append((index, env, sig, rng.uniform(0.03, 0.3)))
+                index += 1
+    try:
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            results = list(pool.map(lambda job: killed_run(*job), jobs))
+    finally:
+        silent.close()
+    for (i, _read, code, out), (_, _env, sig, offset) in zip(results, jobs, strict=True):
+        assert out == b"", f"run {i} wrote to stdout"
+        if sig == signal.SIGTERM:
+            assert code == 0, f"run {i}: exit {code} on SIGTERM at {offset * 1000:.0f} ms"
+    # Send what every data dir kept, to the bus the store reads.
+    for data_dir in sorted(tmp_path.glob("hook-*")):
+        flush = run_cli(
+            "spool", "flush", env=clean_env(AGENTWATCH_DATA_DIR=str(data_dir), AGENTWATCH_NATS_URL=server.url)
+        )
+        assert flush.returncode == 0, flush.stdout + flush.stderr
+        status = run_cli("spool", "status", env=clean_env(AGENTWATCH_DATA_DIR=str(data_dir)))
+        assert "pending:  0 event message(s)" in status.stdout, status.stdout
+    must = {i for i, read_whole, _, _ in results if read_whole}
+    assert len(must) >= len(jobs) * 0.8, "most runs had read their stdin when they were killed"
+    wait_rows(
+        store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'kill-test-session'", len(must)
+    )
+    time.sleep(1.0)  # anything still on its way
+    rows = sql_rows(
+        store_env,
+        "SELECT JSONExtractString(data, 'prompt') AS prompt, count() AS n, uniqExact(id) AS ids "
+        "FROM events WHERE session_id = 'kill-test-session' GROUP BY prompt",
+    )
+    stored = {int(r["prompt"].split()[1]): (int(r["n"]), int(r["ids"])) for r in rows}
+    assert must <= set(stored), f"lost: {sorted(must - set(stored))}"
+    final = sql_rows(
+        store_env,
+        "SELECT count() AS n, uniqExact(id) AS ids FROM events FINAL WHERE session_id = 'kill-test-session'",
+    )
+    assert int(final[0]["n"]) == int(final[0]["ids"]) == len(stored), "each event stored exactly once"
+    assert all(ids == 1 for _, ids in stored.values()), "one id per run: a re-send is the same event"
+
+
+def test_seq_under_32_concurrent_hook_processes(tmp_path: Path) -> None:
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "hook"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+    payload = json.dumps(
+        {"hook_event_name": "PostToolBatch", "session_id": "concurrent", "cwd": "/tmp"}
+    ).encode()
+    procs = [
+        subprocess.Popen([tool("agentwatch-emit")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        for _ in range(32)
+    ]
+    for proc in procs:
+        out, _ = proc.communicate(payload, timeout=30)
+        assert out == b"" and proc.returncode == 0
+    lines = (tmp_path / "hook" / "spool" / "queue").read_bytes().splitlines()
+    seqs = sorted(json.loads(line.split(b" ", 2)[2])["seq"] for line in lines)
+    assert seqs == list(range(1, 33)), "1..N: no duplicate, no gap"
+    other = json.dumps({"hook_event_name": "Stop", "session_id": "another"}).encode()
+    assert run_emit(other, env).returncode == 0
+    last = json.loads((tmp_path / "hook" / "spool" / "queue").read_bytes().splitlines()[-1].split(b" ", 2)[2])
+    assert last["seq"] == 1, "each session counts from 1"
+
+
+def test_coverage_shows_what_waits_in_the_spool_and_recovers_after_a_flush(
+    store: tuple[NatsServer, dict[str, str]], tmp_path: Path
+) -> None:
+    server, store_env = store
+    up = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "hook"), AGENTWATCH_NATS_URL=server.url)
+    down = dict(up, AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+
+    def emit(event: str, env: dict[str, str]) -> None:
+        payload = {"hook_event_name": event, "session_id": "covered", "cwd": "/tmp", "prompt": "p"}
+        assert run_emit(json.dumps(payload).encode(), env).returncode == 0
+
+    emit("SessionStart", up)
+    for _ in range(3):
+        emit("UserPromptSubmit", down)  # numbers 2, 3, 4: kept in the spool
+    # Number 5, published: it reports the spool's backlog. A flusher holds the spool meanwhile, so
+    # this run leaves the backlog alone (it would otherwise send it on its way out).
+    lock = (tmp_path / "hook" / "spool" / "flush.lock").open("a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    emit("Stop", up)
+    lock.close()
+    wait_rows(store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'covered'", 2)
+    query = "SELECT max_seq, stored, missing, coverage_pct, spool_bytes FROM coverage WHERE session_id = 'covered'"  # noqa: E501
+    (row,) = sql_rows(store_env, query)
+    assert (row["max_seq"], row["stored"], row["missing"], row["coverage_pct"]) == (5, 2, 3, 40)
+    assert row["spool_bytes"] > 0, "the last event said how much waits in the spool"
+    listing = run_cli("coverage", env=store_env)
+    assert listing.returncode == 0 and "covered" in listing.stdout and "40.0%" in listing.stdout, (
+        listing.stdout
+    )
+    flush = run_cli("spool", "flush", env=up)
+    assert flush.returncode == 0, flush.stderr
+    wait_rows(store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'covered'", 5)
+    (row,) = sql_rows(store_env, query)
+    assert (row["max_seq"], row["stored"], row["missing"], row["coverage_pct"]) == (5, 5, 0, 100)
