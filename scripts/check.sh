@@ -3,7 +3,7 @@
 # This is the README's test command; .ci/run calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv
+bash scripts/venv.sh
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
 # Bytecode for the hook's modules even where PYTHONDONTWRITEBYTECODE is set: without it every hook

@@ -7,6 +7,8 @@ The fixtures here are handed to each layer by its conftest.py.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import itertools
 import re
 import subprocess
@@ -157,7 +159,12 @@ class Collector:
         self._loop.run_forever()
 
     async def _start(self) -> None:
-        self._nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+        async def quiet(_exc: Exception) -> None:
+            """A server a test stopped on purpose is no news."""
+
+        self._nc = await nats.connect(
+            self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1, error_cb=quiet
+        )
 
         async def on_message(msg: Msg) -> None:
             with self._cond:
@@ -189,7 +196,12 @@ class Collector:
 
     def close(self) -> None:
         if self._nc is not None:
-            asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop).result(10)
+            # The server may be gone already (tests stop it first) and the client reconnecting:
+            # closing then cancels the reconnect, and the close itself may end cancelled. Either
+            # way the connection is over; a teardown must not fail on it.
+            closing = asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop)
+            with contextlib.suppress(asyncio.CancelledError, concurrent.futures.CancelledError, Exception):
+                closing.result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()
