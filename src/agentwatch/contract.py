@@ -356,9 +356,19 @@ def message_envelope(
 def invalid_envelope(
     raw_text: str, reason: str, environ: Mapping[str, str], *, host: str = "", redacted: int = 0
 ) -> tuple[str, Json]:
-    """An envelope for stdin that is not a hook payload: kept, not dropped, with the reason."""
+    """An envelope for stdin that is not a hook payload: kept, not dropped, with the reason.
+
+    Its agent is the session's main agent where the text still names a session (or
+    GENIE_AGENT_NAME names the agent), else `unknown`: never a made-up `main`."""
+    found = _headline_fields(raw_text) if isinstance(raw_text, str) else {}
     payload: Json = {"hook_event_name": INVALID_EVENT, "error": reason, "raw": raw_text}
+    for key in ("session_id", "cwd", "agent_id", "agent_type", "transcript_path"):
+        if isinstance(found.get(key), str):
+            payload[key] = found[key]
     subject, env = build_envelope(payload, environ, host=host, redacted=redacted)
+    if not env["session_id"] and not environ.get("GENIE_AGENT_NAME", "").strip() and not env["agent_id"]:
+        env["agent"] = "unknown"
+        subject = event_subject(INVALID_EVENT, "unknown")[0]
     env["text"] = one_line(f"invalid hook input: {reason}")
     return subject, env
 

@@ -842,11 +842,28 @@ def test_invalid_stdin_becomes_one_invalid_payload_envelope(raw: bytes, reason: 
     assert len(out) == 1
     subject, env = out[0]
     assert env["event"] == "InvalidPayload"
-    assert subject == "genie.agent.main.event.invalid_payload"
+    assert subject == "genie.agent.unknown.event.invalid_payload", "no session: not a made-up `main`"
+    assert env["agent"] == "unknown"
     assert reason in env["data"]["error"]
     assert reason in env["text"]
     assert env["data"]["raw"] == raw.decode("utf-8", "replace")
     assert decode_envelope(encode_envelope(env)) == env
+
+
+def test_invalid_stdin_that_names_its_session_belongs_to_its_main_agent() -> None:
+    raw = b'{"session_id": "2421d2e0-a515", "cwd": "/repo", "hook_event_name": "Stop", "x": '
+    (subject, env), *rest = envelopes_from_stdin(raw, {})
+    assert not rest
+    assert (env["event"], env["agent"], env["session_id"], env["cwd"]) == (
+        "InvalidPayload",
+        "main-2421d2e0",
+        "2421d2e0-a515",
+        "/repo",
+    )
+    assert subject == "genie.agent.main-2421d2e0.event.invalid_payload"
+    assert "not JSON" in env["data"]["error"], "the reason is kept"
+    (_, named), *_ = envelopes_from_stdin(b"{", {"GENIE_AGENT_NAME": "lead"})
+    assert named["agent"] == "lead"
 
 
 def test_invalid_stdin_raw_text_is_redacted() -> None:
