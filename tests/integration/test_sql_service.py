@@ -84,3 +84,13 @@ def test_every_command_help_says_what_it_does(command: str) -> None:
     lines = result.stdout.splitlines()
     description = next((line for line in lines[1:] if line.strip() and not line.startswith(" ")), "")
     assert description and not description.startswith(("positional", "options")), result.stdout
+
+
+def test_a_second_up_says_one_is_running_here(pipeline: dict[str, str]) -> None:
+    for command in ("up", "store"):
+        second = run_cli(command, env=pipeline, timeout=60)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert "agentwatch up is already running here (pid " in second.stderr, second.stderr
+        assert "Traceback" not in second.stderr and "chdb" not in second.stderr.lower(), second.stderr
+    still = run_cli("sql", "SELECT 1 AS one", "--format", "jsonl", env=pipeline)
+    assert (still.returncode, still.stdout) == (0, '{"one":1}\n'), "the first one still answers"

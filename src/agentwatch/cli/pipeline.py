@@ -130,12 +130,37 @@ def _tail(path: Path, lines: int = 12) -> str:
         return ""
 
 
+def hold_embedded_store(environ: Mapping[str, str], command: str) -> int | None:
+    """The embedded ClickHouse of this data dir belongs to one process: take it (an open,
+    flock-ed pid file, kept for the life of this process), or say who has it. None for a server."""
+    if not config.is_embedded(config.clickhouse_url(environ)):
+        return None
+    import fcntl
+
+    path = os.path.join(config.ensure_dir(config.data_dir(environ)), "collector.pid")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise CliError(
+            f"agentwatch up is already running here (pid {owner}), with the store in "
+            f"{config.data_dir(environ)}: `agentwatch` opens the dashboard on it; stop it first to run "
+            f"`agentwatch {command}` here"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
+
+
 def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str], verbose: bool,
-                  started_at: float) -> int:  # fmt: skip
+                  started_at: float, command: str = "up") -> int:  # fmt: skip
     try:
         from agentwatch.consumers.app import CollectorError, run
     except ImportError as exc:
-        raise missing_extra(exc, "up", "consumers") from None
+        raise missing_extra(exc, command, "consumers") from None
+    hold_embedded_store(environ, command)
     try:
         run(nats_url, environ, banner=banner, verbose=verbose, started_at=started_at)
     except CollectorError as exc:
@@ -265,6 +290,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         banner=[f"agentwatch store on {display_urls(url)}"],
         verbose=args.verbose,
         started_at=time.monotonic(),
+        command="store",
     )
 
 
