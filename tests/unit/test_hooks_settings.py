@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import stat
 import sys
@@ -55,8 +56,23 @@ def own_handlers(value: Any, event: str) -> list[Any]:
     return [h for g in value["hooks"].get(event, []) for h in g["hooks"] if cs.is_agentwatch_handler(h)]
 
 
-def backup_of(path: Path) -> Path:
-    return path.with_name(path.name + ".agentwatch-backup")
+def original_of(path: Path) -> Path:
+    return path.with_name(path.name + ".agentwatch-original")
+
+
+def backups(path: Path) -> list[str]:
+    """The names of the backups agentwatch keeps next to `path`, the original first, then oldest first."""
+    if not path.parent.exists():
+        return []
+    names = [p.name for p in path.parent.iterdir() if p.name.startswith(path.name + ".agentwatch-")]
+    stamped = sorted(n for n in names if re.search(r"\.agentwatch-backup-\d{8}T\d{6}Z(-\d+)?$", n))
+    return [n for n in names if n.endswith(".agentwatch-original")] + stamped
+
+
+def stamps(monkeypatch: pytest.MonkeyPatch, *values: str) -> None:
+    """Make the timestamped backups' clock read `values`, one per backup (the last one sticks)."""
+    queue = list(values)
+    monkeypatch.setattr(cs, "backup_stamp", lambda: queue.pop(0) if len(queue) > 1 else queue[0])
 
 
 ORIGINALS: dict[str, dict[str, Any]] = {
@@ -107,7 +123,7 @@ def test_install_into_a_missing_file_registers_every_event(settings: Path, emit:
         assert written["hooks"][event] == [{"hooks": [{"type": "command", "command": emit, "timeout": 5}]}]
     assert settings.read_text(encoding="utf-8") == json.dumps(written, indent=2) + "\n"
     assert message == f"installed agentwatch hooks for 31 events in {settings} (new file)"
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
 
 
 def test_timeout_and_async_go_into_the_handler(settings: Path, emit: str) -> None:
@@ -182,7 +198,7 @@ def test_install_twice_changes_nothing_the_second_time(settings: Path, emit: str
 
     assert message == f"agentwatch hooks already installed in {settings} (no change)"
     assert settings.read_bytes() == first
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
     written = load(settings)
     assert all(len(own_handlers(written, e)) == 1 for e in cs.REGISTERED_EVENTS)
 
@@ -301,24 +317,125 @@ def test_uninstall_without_our_hooks_leaves_the_file_alone(settings: Path) -> No
     data = write_json(settings, ORIGINALS["other keys and hooks"])
     assert cs.uninstall(settings) == f"no agentwatch hooks in {settings} (no change)"
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
 
 
 # -- writing ----------------------------------------------------------------------------------
 
 
-def test_an_existing_file_is_backed_up_before_it_is_replaced(settings: Path, emit: str) -> None:
+def test_the_first_change_backs_up_the_users_original(settings: Path, emit: str) -> None:
     data = write_json(settings, {"model": "sonnet"})
-    backup_of(settings).write_text("an older backup")
 
     message = cs.install(settings, emit)
 
-    assert backup_of(settings).read_bytes() == data
-    assert message.endswith(f"in {settings} (backup: {backup_of(settings)})")
+    assert original_of(settings).read_bytes() == data
+    assert message.endswith(f"in {settings} (backup: {original_of(settings)})")
+    assert backups(settings) == ["settings.json.agentwatch-original"]
 
-    after_install = settings.read_bytes()
+
+def test_install_then_uninstall_keeps_the_users_original(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reported bug: the one backup was overwritten by uninstall with the installed version."""
+    stamps(monkeypatch, "20261123T103000Z")
+    data = write_json(settings, {"model": "sonnet"})
+    cs.install(settings, emit)
+    installed = settings.read_bytes()
+
+    message = cs.uninstall(settings)
+
+    stamped = settings.with_name("settings.json.agentwatch-backup-20261123T103000Z")
+    assert message.endswith(f"in {settings} (backup: {stamped})")
+    assert original_of(settings).read_bytes() == data
+    assert stamped.read_bytes() == installed
+
+
+def test_install_reinstall_and_uninstall_leave_the_original_recoverable(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps(monkeypatch, "20261123T103000Z", "20261123T103001Z")
+    data = write_json(settings, ORIGINALS["other keys and hooks"], indent=2)
+
+    cs.install(settings, emit)
+    cs.install(settings, emit, timeout=9)
     cs.uninstall(settings)
-    assert backup_of(settings).read_bytes() == after_install
+
+    assert original_of(settings).read_bytes() == data
+    assert backups(settings) == [
+        "settings.json.agentwatch-original",
+        "settings.json.agentwatch-backup-20261123T103000Z",
+        "settings.json.agentwatch-backup-20261123T103001Z",
+    ]
+
+
+def test_each_change_has_its_own_backup_with_a_counter_within_a_second(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps(monkeypatch, "20261123T103000Z")
+    write_json(settings, {"model": "sonnet"})
+    cs.install(settings, emit)
+    states = [settings.read_bytes()]
+    messages = []
+    for timeout in (7, 8):
+        messages.append(cs.install(settings, emit, timeout=timeout))
+        states.append(settings.read_bytes())
+    messages.append(cs.uninstall(settings))
+
+    names = [f"settings.json.agentwatch-backup-20261123T103000Z{n}" for n in ("", "-2", "-3")]
+    assert backups(settings) == ["settings.json.agentwatch-original", *names]
+    for name, state, message in zip(names, states, messages, strict=True):
+        assert settings.with_name(name).read_bytes() == state
+        assert message.endswith(f"(backup: {settings.with_name(name)})")
+
+
+def test_an_existing_original_backup_is_never_overwritten(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps(monkeypatch, "20261123T103000Z")
+    data = write_json(settings, {"model": "sonnet"})
+    original_of(settings).write_text("the user's file from an earlier install")
+
+    message = cs.install(settings, emit)
+
+    assert original_of(settings).read_text() == "the user's file from an earlier install"
+    stamped = settings.with_name("settings.json.agentwatch-backup-20261123T103000Z")
+    assert stamped.read_bytes() == data
+    assert message.endswith(f"(backup: {stamped})")
+
+
+def test_only_the_last_timestamped_backups_are_kept(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    changes = cs.KEEP_BACKUPS + 3
+    stamps(monkeypatch, *(f"20261123T1030{n:02d}Z" for n in range(changes)))
+    data = write_json(settings, {"model": "sonnet"})
+    others = ["settings.json.agentwatch-backup", "settings.json.agentwatch-backup-notes"]
+    for name in others:
+        settings.with_name(name).write_text(name)
+
+    for n in range(changes + 1):
+        cs.install(settings, emit, timeout=n + 1)
+
+    assert backups(settings) == [
+        "settings.json.agentwatch-original",
+        *(f"settings.json.agentwatch-backup-20261123T1030{n:02d}Z" for n in range(3, changes)),
+    ]
+    assert original_of(settings).read_bytes() == data
+    for name in others:
+        assert settings.with_name(name).read_text() == name
+
+
+def test_backup_stamps_are_utc_seconds() -> None:
+    assert re.fullmatch(r"\d{8}T\d{6}Z", cs.backup_stamp())
+
+
+def test_backups_keep_the_files_mode(settings: Path, emit: str) -> None:
+    write_json(settings, {"env": {"TOKEN": "secret"}})
+    settings.chmod(0o600)
+    cs.install(settings, emit)
+    cs.uninstall(settings)
+    for name in backups(settings):
+        assert stat.S_IMODE(settings.with_name(name).stat().st_mode) == 0o600
 
 
 def test_the_file_keeps_its_mode_and_no_temporary_file_is_left(settings: Path, emit: str) -> None:
@@ -330,7 +447,7 @@ def test_the_file_keeps_its_mode_and_no_temporary_file_is_left(settings: Path, e
     assert stat.S_IMODE(settings.stat().st_mode) == 0o600
     assert sorted(p.name for p in settings.parent.iterdir()) == [
         "settings.json",
-        "settings.json.agentwatch-backup",
+        "settings.json.agentwatch-original",
     ]
 
 
@@ -364,7 +481,7 @@ def test_dry_run_install_shows_a_diff_and_writes_nothing(settings: Path, emit: s
     diff = cs.install(settings, emit, dry_run=True)
 
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
     lines = diff.splitlines()
     assert lines[0] == f"--- {settings}"
     assert lines[1] == f"+++ {settings}"
@@ -392,7 +509,7 @@ def test_dry_run_uninstall_shows_what_would_go(settings: Path, emit: str) -> Non
     diff = cs.uninstall(settings, dry_run=True)
 
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
     assert '-    "SessionStart": [' in diff.splitlines()
     assert "+{}" in diff.splitlines()
 
@@ -427,7 +544,7 @@ def test_json_with_comments_is_refused_untouched(
         assert "agentwatch hooks print" in message
 
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
 
 
 @pytest.mark.parametrize(
@@ -448,7 +565,7 @@ def test_invalid_json_is_refused_untouched(
     assert message.startswith(f"{settings}: line {line}, column {column}: the file is not valid JSON")
     assert "left untouched" in message
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
 
 
 @pytest.mark.parametrize(
@@ -597,7 +714,7 @@ def test_cli_install_print_and_uninstall(
 
     assert run(["hooks", "uninstall", *where]) == 0
     out, _ = capsys.readouterr()
-    assert out == f"removed agentwatch hooks from 31 events in {path} (backup: {backup_of(path)})\n"
+    assert out == f"removed agentwatch hooks from 31 events in {path} (backup: {original_of(path)})\n"
     assert load(path) == {}
 
 

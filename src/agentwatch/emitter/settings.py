@@ -7,8 +7,16 @@ other key, event, matcher group and handler as it found them, in the same order.
 
 A file that cannot be read back exactly (invalid JSON, or JSON with comments, which Claude Code
 tolerates in some files) is refused and left byte-for-byte untouched: rewriting it would silently
-drop what the user wrote. An existing file is backed up next to itself before it is replaced, and
-the replacement is atomic, so an interrupted run never leaves half a settings file.
+drop what the user wrote. The replacement is atomic, so an interrupted run never leaves half a
+settings file.
+
+Backups: an existing file is copied next to itself, with its mode, before each change, and the
+result line names the copy. The first copy is `<name>.agentwatch-original`, the user's file as it
+was before agentwatch first changed it; it is never overwritten and never pruned (delete it to let
+the next change take a new one). Every later change gets `<name>.agentwatch-backup-<UTC time>`, as
+`settings.json.agentwatch-backup-20261123T103000Z`, with `-2`, `-3`... when several land in the same
+second; only the last KEEP_BACKUPS of those are kept, so repeated installs cannot fill the
+directory. Restoring any state is a copy back: `cp settings.json.agentwatch-original settings.json`.
 
 Two events are never registered (see the hooks reference, section 5): a `WorktreeCreate` hook
 replaces git worktree creation instead of observing it, and `FileChanged` reads its matcher as the
@@ -21,12 +29,15 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +51,11 @@ REGISTERED_EVENTS: tuple[str, ...] = tuple(e for e in HOOK_EVENTS if e not in SK
 SCOPES: tuple[str, ...] = ("user", "project", "local")
 DEFAULT_SCOPE = "user"
 DEFAULT_TIMEOUT = 5
+ORIGINAL_SUFFIX = ".agentwatch-original"
 BACKUP_SUFFIX = ".agentwatch-backup"
+KEEP_BACKUPS = 5
+
+_STAMPED = re.compile(r"-(\d{8}T\d{6}Z)(?:-(\d+))?")
 
 
 class SettingsError(Exception):
@@ -256,8 +271,56 @@ def read_settings(path: Path) -> tuple[str | None, Json]:
     return text, value
 
 
-def _backup_path(path: Path) -> Path:
-    return path.with_name(path.name + BACKUP_SUFFIX)
+def backup_stamp() -> str:
+    """The current UTC second, as timestamped backups are named: 20261123T103000Z."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def _copy_new(source: Path, copy_path: Path) -> bool:
+    """Copy `source` to `copy_path` unless that already exists (then False): never overwrites.
+
+    The copy is created private and then given the source's mode and times, so a settings file
+    holding secrets in `env` is never readable by others, not even for a moment, through its backup.
+    """
+    try:
+        fd = os.open(copy_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(source.read_bytes())
+        shutil.copystat(source, copy_path)
+    except BaseException:
+        copy_path.unlink(missing_ok=True)
+        raise
+    return True
+
+
+def stamped_backups(path: Path) -> list[Path]:
+    """The timestamped backups of `path`, oldest first (others' files with similar names excluded)."""
+    prefix = path.name + BACKUP_SUFFIX
+    found: list[tuple[str, int, Path]] = []
+    for sibling in path.parent.iterdir():
+        match = _STAMPED.fullmatch(sibling.name[len(prefix) :]) if sibling.name.startswith(prefix) else None
+        if match:
+            found.append((match[1], int(match[2] or 1), sibling))
+    return [item[2] for item in sorted(found)]
+
+
+def back_up(path: Path) -> Path:
+    """Copy `path` next to itself before it changes and return the copy: the original the first
+    time, a new timestamped backup every later time, dropping all but the last KEEP_BACKUPS."""
+    if _copy_new(path, path.with_name(path.name + ORIGINAL_SUFFIX)):
+        return path.with_name(path.name + ORIGINAL_SUFFIX)
+    stamp = backup_stamp()
+    for count in itertools.count(1):
+        backup = path.with_name(f"{path.name}{BACKUP_SUFFIX}-{stamp}" + (f"-{count}" if count > 1 else ""))
+        if _copy_new(path, backup):
+            break
+    for stale in stamped_backups(path)[:-KEEP_BACKUPS]:
+        if stale != backup:
+            stale.unlink(missing_ok=True)
+    return backup
 
 
 def write_settings(path: Path, text: str) -> Path | None:
@@ -271,8 +334,7 @@ def write_settings(path: Path, text: str) -> Path | None:
     mode: int | None = None
     if path.exists():
         mode = path.stat().st_mode & 0o7777
-        backup = _backup_path(path)
-        shutil.copy2(path, backup)
+        backup = back_up(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
