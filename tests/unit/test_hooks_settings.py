@@ -320,6 +320,141 @@ def test_uninstall_without_our_hooks_leaves_the_file_alone(settings: Path) -> No
     assert backups(settings) == []
 
 
+# -- the file's own formatting ---------------------------------------------------------------
+
+STYLES: dict[str, dict[str, Any]] = {
+    "2 spaces": {"indent": 2},
+    "4 spaces": {"indent": 4},
+    "tabs": {"indent": "\t"},
+    "one line": {},
+    "one line, no spaces": {"separators": (",", ":")},
+}
+
+
+def styled(value: Any, style: str, end: str = "\n") -> bytes:
+    """`value` as json.dumps writes it in `style`, followed by `end`."""
+    return (json.dumps(value, ensure_ascii=False, **STYLES[style]) + end).encode()
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+@pytest.mark.parametrize("name", list(ORIGINALS))
+def test_install_then_uninstall_gives_back_the_original_byte_for_byte(
+    settings: Path, emit: str, style: str, name: str
+) -> None:
+    settings.parent.mkdir()
+    data = styled(ORIGINALS[name], style)
+    settings.write_bytes(data)
+
+    cs.install(settings, emit, timeout=3, async_=True)
+    cs.install(settings, emit, timeout=9)
+    cs.uninstall(settings)
+
+    assert settings.read_bytes() == data
+
+
+@pytest.mark.parametrize("end", ["", "\n", "\n\n", "\r\n"])
+@pytest.mark.parametrize("style", ["2 spaces", "tabs", "one line"])
+def test_what_follows_the_object_is_kept(settings: Path, emit: str, style: str, end: str) -> None:
+    settings.parent.mkdir()
+    data = styled(ORIGINALS["other keys and hooks"], style, end)
+    settings.write_bytes(data)
+
+    cs.install(settings, emit)
+    assert settings.read_bytes().endswith(b"}" + end.encode())
+    cs.uninstall(settings)
+
+    assert settings.read_bytes() == data
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+def test_install_writes_in_the_files_own_style(settings: Path, emit: str, style: str) -> None:
+    settings.parent.mkdir()
+    settings.write_bytes(styled(ORIGINALS["other keys and hooks"], style))
+
+    cs.install(settings, emit)
+
+    assert settings.read_bytes() == styled(load(settings), style)
+
+
+def test_windows_line_endings_are_kept(settings: Path, emit: str) -> None:
+    settings.parent.mkdir()
+    data = styled(ORIGINALS["other keys and hooks"], "4 spaces").replace(b"\n", b"\r\n")
+    settings.write_bytes(data)
+
+    cs.install(settings, emit)
+    installed = settings.read_bytes()
+    assert installed.count(b"\n") == installed.count(b"\r\n") > data.count(b"\n")
+    cs.uninstall(settings)
+
+    assert settings.read_bytes() == data
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_non_ascii_text_is_written_as_the_file_writes_it(
+    settings: Path, tmp_path: Path, ensure_ascii: bool
+) -> None:
+    settings.parent.mkdir()
+    data = json.dumps({"env": {"NAME": "bär"}}, indent=2, ensure_ascii=ensure_ascii).encode()
+    settings.write_bytes(data)
+    command = shlex.quote(str(tmp_path / "bär" / "agentwatch-emit"))
+
+    cs.install(settings, command)
+
+    text = settings.read_text(encoding="utf-8")
+    assert text.isascii() == ensure_ascii
+    assert own_handlers(load(settings), "Stop")[0]["command"] == command
+    cs.uninstall(settings)
+    assert settings.read_bytes() == data
+
+
+HAND_FORMATTED = """{
+    "model" : "opus",
+    "permissions": { "allow": ["Bash(ls:*)", "Read"],   "deny": [] },
+    "env": {"RATIO": 1.50, "BIG": 1e400, "NAME": "b\\u00e4r", "EMPTY": { }},
+
+    "hooks": {
+        "PreToolUse": [ { "matcher": "Bash", "hooks": [ {"type": "command", "command": "x"} ] } ],
+        "Stop": [
+            { "hooks": [{"type": "command", "command": "agentwatch-emit"}, {"type":"command","command":"y"}] }
+        ]
+    }
+}
+"""
+
+
+def test_only_agentwatch_handlers_change_in_a_hand_formatted_file(settings: Path, emit: str) -> None:
+    """Numbers, escapes, spacing and one-line arrays the user wrote keep their bytes: only our
+    handlers are added (in the file's style, on the line of a one-line array) or removed (here the
+    old one in Stop is replaced, so uninstall removes it)."""
+    settings.parent.mkdir()
+    settings.write_text(HAND_FORMATTED)
+
+    cs.install(settings, emit)
+
+    installed = settings.read_text()
+    head = HAND_FORMATTED[: HAND_FORMATTED.index('"hooks"')]
+    assert installed.startswith(head)
+    ours = f'{{"hooks" : [{{"type" : "command", "command" : {json.dumps(emit)}, "timeout" : 5}}]}}'
+    theirs = '{ "matcher": "Bash", "hooks": [ {"type": "command", "command": "x"} ] }'
+    assert f"[ {theirs}, {ours} ]," in installed
+    assert '{ "hooks": [{"type":"command","command":"y"}] }' in installed
+    assert installed.endswith("\n    }\n}\n")
+
+    cs.uninstall(settings)
+
+    expected = HAND_FORMATTED.replace('{"type": "command", "command": "agentwatch-emit"}, ', "")
+    assert settings.read_text() == expected
+
+
+def test_only_agentwatch_handlers_change_in_any_original(settings: Path, emit: str) -> None:
+    for name, original in ORIGINALS.items():
+        write_json(settings, original, indent=2)
+        cs.install(settings, emit, timeout=3)
+        assert ordered(cs.strip(load(settings))) == ordered(original), name
+        cs.install(settings, emit, timeout=4, async_=True)
+        assert ordered(cs.strip(load(settings))) == ordered(original), name
+
+
 # -- writing ----------------------------------------------------------------------------------
 
 

@@ -10,6 +10,12 @@ tolerates in some files) is refused and left byte-for-byte untouched: rewriting 
 drop what the user wrote. The replacement is atomic, so an interrupted run never leaves half a
 settings file.
 
+Formatting: a changed file keeps the bytes of everything but the handlers added or removed (see
+jsonedit): what install adds is written in the file's own style (its indentation, 2 or 4 spaces, a
+tab, or one line; its separators, line endings, `\\u` escapes and final newline), so an uninstall
+after an install gives back, byte for byte, a file written as json.dumps or Claude Code writes them.
+A new file is indented by 2 spaces, as Claude Code writes its own.
+
 Backups: an existing file is copied next to itself, with its mode, before each change, and the
 result line names the copy. The first copy is `<name>.agentwatch-original`, the user's file as it
 was before agentwatch first changed it; it is never overwritten and never pruned (delete it to let
@@ -42,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.contract import HOOK_EVENTS
+from agentwatch.emitter import jsonedit
 
 Json = dict[str, Any]
 
@@ -226,7 +233,15 @@ def _kind(value: object) -> str:
 
 
 def render(settings: Json) -> str:
+    """`settings` as a new file: indented by 2, as Claude Code writes its own."""
     return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+
+
+def rerender(old_text: str | None, old: Json, new: Json) -> str:
+    """The text of `new` for a file that held `old_text`, in that file's style (see jsonedit)."""
+    if old_text is None or not old_text.strip():
+        return render(new)
+    return jsonedit.rewrite(old_text, old, new)
 
 
 def read_settings(path: Path) -> tuple[str | None, Json]:
@@ -378,7 +393,7 @@ def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, Path 
         ) from exc
     if new == old:
         return 0, None, "no change" if dry_run else None
-    new_text = render(new)
+    new_text = rerender(old_text, old, new)
     if dry_run:
         return changed, None, _diff(path, old_text, new_text) or "no change"
     try:
