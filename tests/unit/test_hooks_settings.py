@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import stat
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 from agentwatch.cli import main
 from agentwatch.contract import HOOK_EVENTS
 from agentwatch.emitter import settings as cs
+from agentwatch.emitter import settingsfile
 
 OTHER_TOOL = {"type": "command", "command": "/usr/local/bin/other-tool --log", "timeout": 30}
 
@@ -72,7 +74,7 @@ def backups(path: Path) -> list[str]:
 def stamps(monkeypatch: pytest.MonkeyPatch, *values: str) -> None:
     """Make the timestamped backups' clock read `values`, one per backup (the last one sticks)."""
     queue = list(values)
-    monkeypatch.setattr(cs, "backup_stamp", lambda: queue.pop(0) if len(queue) > 1 else queue[0])
+    monkeypatch.setattr(settingsfile, "backup_stamp", lambda: queue.pop(0) if len(queue) > 1 else queue[0])
 
 
 ORIGINALS: dict[str, dict[str, Any]] = {
@@ -257,12 +259,128 @@ def test_uninstall_gives_back_the_original(settings: Path, emit: str, name: str)
     assert message.startswith("removed agentwatch hooks from 31 events in ")
 
 
-def test_uninstall_after_installing_into_a_missing_file_leaves_an_empty_object(
-    settings: Path, emit: str
+# -- files install created --------------------------------------------------------------------
+
+
+def test_uninstall_removes_the_file_and_the_directory_install_created(tmp_path: Path, emit: str) -> None:
+    """The reported bug: uninstall left a `{}` file behind where there had been none."""
+    path = tmp_path / ".claude" / "settings.json"
+    cs.install(path, emit)
+
+    message = cs.uninstall(path)
+
+    assert message == (
+        f"removed agentwatch hooks from 31 events in {path}: deleted the file and the directory "
+        f"{path.parent}, which install had created"
+    )
+    assert os.listdir(tmp_path) == []
+
+
+def test_uninstall_keeps_a_directory_that_was_there_before(settings: Path, emit: str) -> None:
+    settings.parent.mkdir()
+
+    cs.install(settings, emit)
+    message = cs.uninstall(settings)
+
+    assert message.endswith(f"in {settings}: deleted the file, which install had created")
+    assert settings.parent.is_dir()
+    assert os.listdir(settings.parent) == []
+
+
+def test_a_created_directory_that_holds_something_else_is_kept(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    (settings.parent / "CLAUDE.md").write_text("mine")
+
+    message = cs.uninstall(settings)
+
+    assert message.endswith(f"in {settings}: deleted the file, which install had created")
+    assert os.listdir(settings.parent) == ["CLAUDE.md"]
+
+
+def test_install_reinstall_and_uninstall_of_a_created_file_leave_nothing(
+    tmp_path: Path, emit: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The original of a created file is no file, and backups that only ever held agentwatch's
+    handlers have nothing of the user's: they go with the file."""
+    stamps(monkeypatch, "20261123T103000Z")
+    path = tmp_path / ".claude" / "settings.json"
+    cs.install(path, emit)
+    cs.install(path, emit, timeout=9)
+    assert backups(path) == ["settings.json.agentwatch-backup-20261123T103000Z"]
+
+    cs.uninstall(path)
+
+    assert os.listdir(tmp_path) == []
+
+
+def test_that_install_created_the_file_is_known_to_another_process(tmp_path: Path, emit: str) -> None:
+    where = ["--scope", "project", "--project-dir", str(tmp_path)]
+    agentwatch = [sys.executable, "-m", "agentwatch", "hooks"]
+    subprocess.run([*agentwatch, "install", *where, "--command", emit], check=True, capture_output=True)
+    assert (tmp_path / ".claude" / "settings.json").is_file()
+
+    done = subprocess.run([*agentwatch, "uninstall", *where], check=True, capture_output=True, text=True)
+
+    assert "deleted the file and the directory" in done.stdout
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_created_file_the_user_added_to_is_kept(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    value = load(settings)
+    settings.write_text(json.dumps({"model": "opus", **value}, indent=2) + "\n")
+
+    message = cs.uninstall(settings)
+
+    assert "(backup: " in message
+    assert settings.read_text() == '{\n  "model": "opus"\n}\n'
     cs.install(settings, emit)
     cs.uninstall(settings)
-    assert settings.read_text(encoding="utf-8") == "{}\n"
+    assert settings.read_text() == '{\n  "model": "opus"\n}\n'
+
+
+def test_backups_holding_the_users_edits_outlive_a_created_file(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps(monkeypatch, "20261123T103000Z")
+    cs.install(settings, emit)
+    only_ours = settings.read_text()
+    settings.write_text(json.dumps({"model": "opus", **load(settings)}, indent=2) + "\n")
+    with_the_users = settings.read_bytes()
+    cs.install(settings, emit, timeout=9)
+    settings.write_text(only_ours)
+
+    cs.uninstall(settings)
+
+    assert not settings.exists()
+    assert backups(settings) == ["settings.json.agentwatch-backup-20261123T103000Z"]
+    assert settings.with_name(backups(settings)[0]).read_bytes() == with_the_users
+
+
+def test_a_file_the_user_made_again_is_not_removed(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    settings.unlink()
+    settings.write_text("{}\n")
+
+    cs.install(settings, emit)
+    message = cs.uninstall(settings)
+
+    assert "(backup: " in message
+    assert settings.read_text() == "{}\n"
+    assert original_of(settings).read_text() == "{}\n"
+
+
+def test_dry_run_uninstall_of_a_created_file_shows_its_removal(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    names = sorted(os.listdir(settings.parent))
+    data = settings.read_bytes()
+
+    diff = cs.uninstall(settings, dry_run=True)
+
+    assert diff.startswith(f"--- {settings}\n+++ /dev/null\n")
+    assert all(line.startswith(("-", "@")) for line in diff.splitlines()[2:])
+    assert settings.read_bytes() == data
+    assert sorted(os.listdir(settings.parent)) == names
 
 
 def test_uninstall_drops_the_containers_it_emptied(settings: Path) -> None:
@@ -541,7 +659,7 @@ def test_an_existing_original_backup_is_never_overwritten(
 def test_only_the_last_timestamped_backups_are_kept(
     settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    changes = cs.KEEP_BACKUPS + 3
+    changes = settingsfile.KEEP_BACKUPS + 3
     stamps(monkeypatch, *(f"20261123T1030{n:02d}Z" for n in range(changes)))
     data = write_json(settings, {"model": "sonnet"})
     others = ["settings.json.agentwatch-backup", "settings.json.agentwatch-backup-notes"]
@@ -561,7 +679,7 @@ def test_only_the_last_timestamped_backups_are_kept(
 
 
 def test_backup_stamps_are_utc_seconds() -> None:
-    assert re.fullmatch(r"\d{8}T\d{6}Z", cs.backup_stamp())
+    assert re.fullmatch(r"\d{8}T\d{6}Z", settingsfile.backup_stamp())
 
 
 def test_backups_keep_the_files_mode(settings: Path, emit: str) -> None:
@@ -638,13 +756,15 @@ def test_dry_run_says_when_nothing_would_change(settings: Path, emit: str) -> No
 
 
 def test_dry_run_uninstall_shows_what_would_go(settings: Path, emit: str) -> None:
+    write_json(settings, {}, indent=2)
     cs.install(settings, emit)
     data = settings.read_bytes()
+    names = backups(settings)
 
     diff = cs.uninstall(settings, dry_run=True)
 
     assert settings.read_bytes() == data
-    assert backups(settings) == []
+    assert backups(settings) == names
     assert '-    "SessionStart": [' in diff.splitlines()
     assert "+{}" in diff.splitlines()
 
@@ -849,8 +969,11 @@ def test_cli_install_print_and_uninstall(
 
     assert run(["hooks", "uninstall", *where]) == 0
     out, _ = capsys.readouterr()
-    assert out == f"removed agentwatch hooks from 31 events in {path} (backup: {original_of(path)})\n"
-    assert load(path) == {}
+    assert out == (
+        f"removed agentwatch hooks from 31 events in {path}: deleted the file and the directories "
+        f"{path.parent} and {project}, which install had created\n"
+    )
+    assert not project.exists()
 
 
 def test_cli_defaults_to_user_scope_and_the_installed_emit(

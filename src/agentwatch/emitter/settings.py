@@ -16,13 +16,12 @@ tab, or one line; its separators, line endings, `\\u` escapes and final newline)
 after an install gives back, byte for byte, a file written as json.dumps or Claude Code writes them.
 A new file is indented by 2 spaces, as Claude Code writes its own.
 
-Backups: an existing file is copied next to itself, with its mode, before each change, and the
-result line names the copy. The first copy is `<name>.agentwatch-original`, the user's file as it
-was before agentwatch first changed it; it is never overwritten and never pruned (delete it to let
-the next change take a new one). Every later change gets `<name>.agentwatch-backup-<UTC time>`, as
-`settings.json.agentwatch-backup-20261123T103000Z`, with `-2`, `-3`... when several land in the same
-second; only the last KEEP_BACKUPS of those are kept, so repeated installs cannot fill the
-directory. Restoring any state is a copy back: `cp settings.json.agentwatch-original settings.json`.
+Backups and files install created (see settingsfile): an existing file is copied next to itself
+before each change, and the result line names the copy. The first is `<name>.agentwatch-original`,
+the user's file before agentwatch first changed it, never overwritten; each later change gets a
+timestamped `<name>.agentwatch-backup-<UTC time>`, of which the last 5 (KEEP_BACKUPS) are kept. A file
+that install created is deleted by the uninstall that would leave it `{}`, with the directories
+install created for it if they are empty, instead of being left behind.
 
 Two events are never registered (see the hooks reference, section 5): a `WorktreeCreate` hook
 replaces git worktree creation instead of observing it, and `FileChanged` reads its matcher as the
@@ -35,20 +34,16 @@ from __future__ import annotations
 
 import copy
 import difflib
-import itertools
 import json
 import os
-import re
-import secrets
 import shlex
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from agentwatch.contract import HOOK_EVENTS
-from agentwatch.emitter import jsonedit
+from agentwatch.emitter import jsonedit, settingsfile
 
 Json = dict[str, Any]
 
@@ -58,11 +53,6 @@ REGISTERED_EVENTS: tuple[str, ...] = tuple(e for e in HOOK_EVENTS if e not in SK
 SCOPES: tuple[str, ...] = ("user", "project", "local")
 DEFAULT_SCOPE = "user"
 DEFAULT_TIMEOUT = 5
-ORIGINAL_SUFFIX = ".agentwatch-original"
-BACKUP_SUFFIX = ".agentwatch-backup"
-KEEP_BACKUPS = 5
-
-_STAMPED = re.compile(r"-(\d{8}T\d{6}Z)(?:-(\d+))?")
 
 
 class SettingsError(Exception):
@@ -286,92 +276,12 @@ def read_settings(path: Path) -> tuple[str | None, Json]:
     return text, value
 
 
-def backup_stamp() -> str:
-    """The current UTC second, as timestamped backups are named: 20261123T103000Z."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-
-
-def _copy_new(source: Path, copy_path: Path) -> bool:
-    """Copy `source` to `copy_path` unless that already exists (then False): never overwrites.
-
-    The copy is created private and then given the source's mode and times, so a settings file
-    holding secrets in `env` is never readable by others, not even for a moment, through its backup.
-    """
-    try:
-        fd = os.open(copy_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(source.read_bytes())
-        shutil.copystat(source, copy_path)
-    except BaseException:
-        copy_path.unlink(missing_ok=True)
-        raise
-    return True
-
-
-def stamped_backups(path: Path) -> list[Path]:
-    """The timestamped backups of `path`, oldest first (others' files with similar names excluded)."""
-    prefix = path.name + BACKUP_SUFFIX
-    found: list[tuple[str, int, Path]] = []
-    for sibling in path.parent.iterdir():
-        match = _STAMPED.fullmatch(sibling.name[len(prefix) :]) if sibling.name.startswith(prefix) else None
-        if match:
-            found.append((match[1], int(match[2] or 1), sibling))
-    return [item[2] for item in sorted(found)]
-
-
-def back_up(path: Path) -> Path:
-    """Copy `path` next to itself before it changes and return the copy: the original the first
-    time, a new timestamped backup every later time, dropping all but the last KEEP_BACKUPS."""
-    if _copy_new(path, path.with_name(path.name + ORIGINAL_SUFFIX)):
-        return path.with_name(path.name + ORIGINAL_SUFFIX)
-    stamp = backup_stamp()
-    for count in itertools.count(1):
-        backup = path.with_name(f"{path.name}{BACKUP_SUFFIX}-{stamp}" + (f"-{count}" if count > 1 else ""))
-        if _copy_new(path, backup):
-            break
-    for stale in stamped_backups(path)[:-KEEP_BACKUPS]:
-        if stale != backup:
-            stale.unlink(missing_ok=True)
-    return backup
-
-
-def write_settings(path: Path, text: str) -> Path | None:
-    """Replace `path` with `text` atomically, keeping its mode; return the backup of the old file.
-
-    The temporary file is created with the usual 0666-minus-umask mode, so a new settings file gets
-    the same permissions any editor would give it; an existing one keeps its own.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup: Path | None = None
-    mode: int | None = None
-    if path.exists():
-        mode = path.stat().st_mode & 0o7777
-        backup = back_up(path)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return backup
-
-
-def _diff(path: Path, old: str | None, new: str) -> str:
+def _diff(path: Path, old: str | None, new: str | None) -> str:
     lines = difflib.unified_diff(
         (old or "").splitlines(keepends=True),
-        new.splitlines(keepends=True),
+        (new or "").splitlines(keepends=True),
         fromfile="/dev/null" if old is None else str(path),
-        tofile=str(path),
+        tofile="/dev/null" if new is None else str(path),
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip("\n")
 
@@ -381,8 +291,39 @@ def _target(path: Path) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
-def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, Path | None, str | None]:
-    """Apply the change to the file: (events changed, backup, dry-run diff or None)."""
+def _only_ours(path: Path) -> bool:
+    """True for a settings file that holds nothing but agentwatch's handlers."""
+    try:
+        return not strip(read_settings(path)[1])
+    except SettingsError:
+        return False
+
+
+def _deleted(directories: list[Path]) -> str:
+    if not directories:
+        return ": deleted the file, which install had created"
+    names = [str(d) for d in directories]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    kind = "directory" if len(names) == 1 else "directories"
+    return f": deleted the file and the {kind} {listed}, which install had created"
+
+
+def _remove_created(
+    path: Path, target: Path, directories: int, old_text: str | None, dry_run: bool
+) -> tuple[str, str | None]:
+    """Delete a file that install created, now that uninstall would leave it `{}`."""
+    if dry_run:
+        return "", _diff(path, old_text, None)
+    try:
+        removed = settingsfile.remove_created(target, directories, _only_ours)
+    except OSError as exc:
+        raise SettingsError(f"cannot delete {path}: {exc.strerror or exc}") from exc
+    return _deleted(removed), None
+
+
+def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, str, str | None]:
+    """Apply the change to the file: (events changed, what became of the file for the result
+    line, dry-run diff or None)."""
     target = _target(path)
     old_text, old = read_settings(target)
     try:
@@ -392,19 +333,20 @@ def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, Path 
             f"{path}: {exc}; it was left untouched. Fix the file and run the command again."
         ) from exc
     if new == old:
-        return 0, None, "no change" if dry_run else None
+        return 0, "", "no change" if dry_run else None
+    created = settingsfile.created_directories(target) if handler is None and not new else None
+    if created is not None:
+        return changed, *_remove_created(path, target, created, old_text, dry_run)
     new_text = rerender(old_text, old, new)
     if dry_run:
-        return changed, None, _diff(path, old_text, new_text) or "no change"
+        return changed, "", _diff(path, old_text, new_text) or "no change"
     try:
-        backup = write_settings(target, new_text)
+        if handler is not None and old_text is not None and strip(old) == old:
+            settingsfile.forget_created(target)  # a file the user made again: its first backup is theirs
+        backup = settingsfile.write(target, new_text, keep_record=handler is not None)
     except OSError as exc:
         raise SettingsError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    return changed, backup, None
-
-
-def _written(path: Path, backup: Path | None) -> str:
-    return f"{path} (backup: {backup})" if backup is not None else f"{path} (new file)"
+    return changed, " (new file)" if backup is None else f" (backup: {backup})", None
 
 
 def install(
@@ -416,21 +358,21 @@ def install(
 ) -> str:
     """Register agentwatch-emit on every REGISTERED_EVENT in `path`; return the one-line result
     (with `dry_run`, the diff that would be applied, or "no change")."""
-    changed, backup, diff = _update(path, make_handler(command, timeout, async_), dry_run)
+    changed, written, diff = _update(path, make_handler(command, timeout, async_), dry_run)
     if diff is not None:
         return diff
     if not changed:
         return f"agentwatch hooks already installed in {path} (no change)"
-    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events in {_written(path, backup)}"
+    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events in {path}{written}"
 
 
 def uninstall(path: Path, dry_run: bool = False) -> str:
     """Remove agentwatch's handlers from `path`, and nothing else; return the one-line result."""
     if not dry_run and not _target(path).exists():
         return f"no agentwatch hooks in {path} (file does not exist)"
-    changed, backup, diff = _update(path, None, dry_run)
+    changed, written, diff = _update(path, None, dry_run)
     if diff is not None:
         return diff
     if not changed:
         return f"no agentwatch hooks in {path} (no change)"
-    return f"removed agentwatch hooks from {changed} events in {_written(path, backup)}"
+    return f"removed agentwatch hooks from {changed} events in {path}{written}"
