@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import stat
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +22,7 @@ import pytest
 from agentwatch.cli import main
 from agentwatch.contract import HOOK_EVENTS
 from agentwatch.emitter import settings as cs
+from agentwatch.emitter import settingsfile
 
 OTHER_TOOL = {"type": "command", "command": "/usr/local/bin/other-tool --log", "timeout": 30}
 
@@ -55,8 +58,23 @@ def own_handlers(value: Any, event: str) -> list[Any]:
     return [h for g in value["hooks"].get(event, []) for h in g["hooks"] if cs.is_agentwatch_handler(h)]
 
 
-def backup_of(path: Path) -> Path:
-    return path.with_name(path.name + ".agentwatch-backup")
+def original_of(path: Path) -> Path:
+    return path.with_name(path.name + ".agentwatch-original")
+
+
+def backups(path: Path) -> list[str]:
+    """The names of the backups agentwatch keeps next to `path`, the original first, then oldest first."""
+    if not path.parent.exists():
+        return []
+    names = [p.name for p in path.parent.iterdir() if p.name.startswith(path.name + ".agentwatch-")]
+    stamped = sorted(n for n in names if re.search(r"\.agentwatch-backup-\d{8}T\d{6}Z(-\d+)?$", n))
+    return [n for n in names if n.endswith(".agentwatch-original")] + stamped
+
+
+def stamps(monkeypatch: pytest.MonkeyPatch, *values: str) -> None:
+    """Make the timestamped backups' clock read `values`, one per backup (the last one sticks)."""
+    queue = list(values)
+    monkeypatch.setattr(settingsfile, "backup_stamp", lambda: queue.pop(0) if len(queue) > 1 else queue[0])
 
 
 ORIGINALS: dict[str, dict[str, Any]] = {
@@ -107,7 +125,7 @@ def test_install_into_a_missing_file_registers_every_event(settings: Path, emit:
         assert written["hooks"][event] == [{"hooks": [{"type": "command", "command": emit, "timeout": 5}]}]
     assert settings.read_text(encoding="utf-8") == json.dumps(written, indent=2) + "\n"
     assert message == f"installed agentwatch hooks for 31 events in {settings} (new file)"
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
 
 
 def test_timeout_and_async_go_into_the_handler(settings: Path, emit: str) -> None:
@@ -182,7 +200,7 @@ def test_install_twice_changes_nothing_the_second_time(settings: Path, emit: str
 
     assert message == f"agentwatch hooks already installed in {settings} (no change)"
     assert settings.read_bytes() == first
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
     written = load(settings)
     assert all(len(own_handlers(written, e)) == 1 for e in cs.REGISTERED_EVENTS)
 
@@ -241,12 +259,128 @@ def test_uninstall_gives_back_the_original(settings: Path, emit: str, name: str)
     assert message.startswith("removed agentwatch hooks from 31 events in ")
 
 
-def test_uninstall_after_installing_into_a_missing_file_leaves_an_empty_object(
-    settings: Path, emit: str
+# -- files install created --------------------------------------------------------------------
+
+
+def test_uninstall_removes_the_file_and_the_directory_install_created(tmp_path: Path, emit: str) -> None:
+    """The reported bug: uninstall left a `{}` file behind where there had been none."""
+    path = tmp_path / ".claude" / "settings.json"
+    cs.install(path, emit)
+
+    message = cs.uninstall(path)
+
+    assert message == (
+        f"removed agentwatch hooks from 31 events in {path}: deleted the file and the directory "
+        f"{path.parent}, which install had created"
+    )
+    assert os.listdir(tmp_path) == []
+
+
+def test_uninstall_keeps_a_directory_that_was_there_before(settings: Path, emit: str) -> None:
+    settings.parent.mkdir()
+
+    cs.install(settings, emit)
+    message = cs.uninstall(settings)
+
+    assert message.endswith(f"in {settings}: deleted the file, which install had created")
+    assert settings.parent.is_dir()
+    assert os.listdir(settings.parent) == []
+
+
+def test_a_created_directory_that_holds_something_else_is_kept(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    (settings.parent / "CLAUDE.md").write_text("mine")
+
+    message = cs.uninstall(settings)
+
+    assert message.endswith(f"in {settings}: deleted the file, which install had created")
+    assert os.listdir(settings.parent) == ["CLAUDE.md"]
+
+
+def test_install_reinstall_and_uninstall_of_a_created_file_leave_nothing(
+    tmp_path: Path, emit: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The original of a created file is no file, and backups that only ever held agentwatch's
+    handlers have nothing of the user's: they go with the file."""
+    stamps(monkeypatch, "20261123T103000Z")
+    path = tmp_path / ".claude" / "settings.json"
+    cs.install(path, emit)
+    cs.install(path, emit, timeout=9)
+    assert backups(path) == ["settings.json.agentwatch-backup-20261123T103000Z"]
+
+    cs.uninstall(path)
+
+    assert os.listdir(tmp_path) == []
+
+
+def test_that_install_created_the_file_is_known_to_another_process(tmp_path: Path, emit: str) -> None:
+    where = ["--scope", "project", "--project-dir", str(tmp_path)]
+    agentwatch = [sys.executable, "-m", "agentwatch", "hooks"]
+    subprocess.run([*agentwatch, "install", *where, "--command", emit], check=True, capture_output=True)
+    assert (tmp_path / ".claude" / "settings.json").is_file()
+
+    done = subprocess.run([*agentwatch, "uninstall", *where], check=True, capture_output=True, text=True)
+
+    assert "deleted the file and the directory" in done.stdout
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_created_file_the_user_added_to_is_kept(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    value = load(settings)
+    settings.write_text(json.dumps({"model": "opus", **value}, indent=2) + "\n")
+
+    message = cs.uninstall(settings)
+
+    assert "(backup: " in message
+    assert settings.read_text() == '{\n  "model": "opus"\n}\n'
     cs.install(settings, emit)
     cs.uninstall(settings)
-    assert settings.read_text(encoding="utf-8") == "{}\n"
+    assert settings.read_text() == '{\n  "model": "opus"\n}\n'
+
+
+def test_backups_holding_the_users_edits_outlive_a_created_file(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps(monkeypatch, "20261123T103000Z")
+    cs.install(settings, emit)
+    only_ours = settings.read_text()
+    settings.write_text(json.dumps({"model": "opus", **load(settings)}, indent=2) + "\n")
+    with_the_users = settings.read_bytes()
+    cs.install(settings, emit, timeout=9)
+    settings.write_text(only_ours)
+
+    cs.uninstall(settings)
+
+    assert not settings.exists()
+    assert backups(settings) == ["settings.json.agentwatch-backup-20261123T103000Z"]
+    assert settings.with_name(backups(settings)[0]).read_bytes() == with_the_users
+
+
+def test_a_file_the_user_made_again_is_not_removed(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    settings.unlink()
+    settings.write_text("{}\n")
+
+    cs.install(settings, emit)
+    message = cs.uninstall(settings)
+
+    assert "(backup: " in message
+    assert settings.read_text() == "{}\n"
+    assert original_of(settings).read_text() == "{}\n"
+
+
+def test_dry_run_uninstall_of_a_created_file_shows_its_removal(settings: Path, emit: str) -> None:
+    cs.install(settings, emit)
+    names = sorted(os.listdir(settings.parent))
+    data = settings.read_bytes()
+
+    diff = cs.uninstall(settings, dry_run=True)
+
+    assert diff.startswith(f"--- {settings}\n+++ /dev/null\n")
+    assert all(line.startswith(("-", "@")) for line in diff.splitlines()[2:])
+    assert settings.read_bytes() == data
+    assert sorted(os.listdir(settings.parent)) == names
 
 
 def test_uninstall_drops_the_containers_it_emptied(settings: Path) -> None:
@@ -301,24 +435,260 @@ def test_uninstall_without_our_hooks_leaves_the_file_alone(settings: Path) -> No
     data = write_json(settings, ORIGINALS["other keys and hooks"])
     assert cs.uninstall(settings) == f"no agentwatch hooks in {settings} (no change)"
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
+
+
+# -- the file's own formatting ---------------------------------------------------------------
+
+STYLES: dict[str, dict[str, Any]] = {
+    "2 spaces": {"indent": 2},
+    "4 spaces": {"indent": 4},
+    "tabs": {"indent": "\t"},
+    "one line": {},
+    "one line, no spaces": {"separators": (",", ":")},
+}
+
+
+def styled(value: Any, style: str, end: str = "\n") -> bytes:
+    """`value` as json.dumps writes it in `style`, followed by `end`."""
+    return (json.dumps(value, ensure_ascii=False, **STYLES[style]) + end).encode()
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+@pytest.mark.parametrize("name", list(ORIGINALS))
+def test_install_then_uninstall_gives_back_the_original_byte_for_byte(
+    settings: Path, emit: str, style: str, name: str
+) -> None:
+    settings.parent.mkdir()
+    data = styled(ORIGINALS[name], style)
+    settings.write_bytes(data)
+
+    cs.install(settings, emit, timeout=3, async_=True)
+    cs.install(settings, emit, timeout=9)
+    cs.uninstall(settings)
+
+    assert settings.read_bytes() == data
+
+
+@pytest.mark.parametrize("end", ["", "\n", "\n\n", "\r\n"])
+@pytest.mark.parametrize("style", ["2 spaces", "tabs", "one line"])
+def test_what_follows_the_object_is_kept(settings: Path, emit: str, style: str, end: str) -> None:
+    settings.parent.mkdir()
+    data = styled(ORIGINALS["other keys and hooks"], style, end)
+    settings.write_bytes(data)
+
+    cs.install(settings, emit)
+    assert settings.read_bytes().endswith(b"}" + end.encode())
+    cs.uninstall(settings)
+
+    assert settings.read_bytes() == data
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+def test_install_writes_in_the_files_own_style(settings: Path, emit: str, style: str) -> None:
+    settings.parent.mkdir()
+    settings.write_bytes(styled(ORIGINALS["other keys and hooks"], style))
+
+    cs.install(settings, emit)
+
+    assert settings.read_bytes() == styled(load(settings), style)
+
+
+def test_windows_line_endings_are_kept(settings: Path, emit: str) -> None:
+    settings.parent.mkdir()
+    data = styled(ORIGINALS["other keys and hooks"], "4 spaces").replace(b"\n", b"\r\n")
+    settings.write_bytes(data)
+
+    cs.install(settings, emit)
+    installed = settings.read_bytes()
+    assert installed.count(b"\n") == installed.count(b"\r\n") > data.count(b"\n")
+    cs.uninstall(settings)
+
+    assert settings.read_bytes() == data
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_non_ascii_text_is_written_as_the_file_writes_it(
+    settings: Path, tmp_path: Path, ensure_ascii: bool
+) -> None:
+    settings.parent.mkdir()
+    data = json.dumps({"env": {"NAME": "bär"}}, indent=2, ensure_ascii=ensure_ascii).encode()
+    settings.write_bytes(data)
+    command = shlex.quote(str(tmp_path / "bär" / "agentwatch-emit"))
+
+    cs.install(settings, command)
+
+    text = settings.read_text(encoding="utf-8")
+    assert text.isascii() == ensure_ascii
+    assert own_handlers(load(settings), "Stop")[0]["command"] == command
+    cs.uninstall(settings)
+    assert settings.read_bytes() == data
+
+
+HAND_FORMATTED = """{
+    "model" : "opus",
+    "permissions": { "allow": ["Bash(ls:*)", "Read"],   "deny": [] },
+    "env": {"RATIO": 1.50, "BIG": 1e400, "NAME": "b\\u00e4r", "EMPTY": { }},
+
+    "hooks": {
+        "PreToolUse": [ { "matcher": "Bash", "hooks": [ {"type": "command", "command": "x"} ] } ],
+        "Stop": [
+            { "hooks": [{"type": "command", "command": "agentwatch-emit"}, {"type":"command","command":"y"}] }
+        ]
+    }
+}
+"""
+
+
+def test_only_agentwatch_handlers_change_in_a_hand_formatted_file(settings: Path, emit: str) -> None:
+    """Numbers, escapes, spacing and one-line arrays the user wrote keep their bytes: only our
+    handlers are added (in the file's style, on the line of a one-line array) or removed (here the
+    old one in Stop is replaced, so uninstall removes it)."""
+    settings.parent.mkdir()
+    settings.write_text(HAND_FORMATTED)
+
+    cs.install(settings, emit)
+
+    installed = settings.read_text()
+    head = HAND_FORMATTED[: HAND_FORMATTED.index('"hooks"')]
+    assert installed.startswith(head)
+    ours = f'{{"hooks" : [{{"type" : "command", "command" : {json.dumps(emit)}, "timeout" : 5}}]}}'
+    theirs = '{ "matcher": "Bash", "hooks": [ {"type": "command", "command": "x"} ] }'
+    assert f"[ {theirs}, {ours} ]," in installed
+    assert '{ "hooks": [{"type":"command","command":"y"}] }' in installed
+    assert installed.endswith("\n    }\n}\n")
+
+    cs.uninstall(settings)
+
+    expected = HAND_FORMATTED.replace('{"type": "command", "command": "agentwatch-emit"}, ', "")
+    assert settings.read_text() == expected
+
+
+def test_only_agentwatch_handlers_change_in_any_original(settings: Path, emit: str) -> None:
+    for name, original in ORIGINALS.items():
+        write_json(settings, original, indent=2)
+        cs.install(settings, emit, timeout=3)
+        assert ordered(cs.strip(load(settings))) == ordered(original), name
+        cs.install(settings, emit, timeout=4, async_=True)
+        assert ordered(cs.strip(load(settings))) == ordered(original), name
 
 
 # -- writing ----------------------------------------------------------------------------------
 
 
-def test_an_existing_file_is_backed_up_before_it_is_replaced(settings: Path, emit: str) -> None:
+def test_the_first_change_backs_up_the_users_original(settings: Path, emit: str) -> None:
     data = write_json(settings, {"model": "sonnet"})
-    backup_of(settings).write_text("an older backup")
 
     message = cs.install(settings, emit)
 
-    assert backup_of(settings).read_bytes() == data
-    assert message.endswith(f"in {settings} (backup: {backup_of(settings)})")
+    assert original_of(settings).read_bytes() == data
+    assert message.endswith(f"in {settings} (backup: {original_of(settings)})")
+    assert backups(settings) == ["settings.json.agentwatch-original"]
 
-    after_install = settings.read_bytes()
+
+def test_install_then_uninstall_keeps_the_users_original(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reported bug: the one backup was overwritten by uninstall with the installed version."""
+    stamps(monkeypatch, "20261123T103000Z")
+    data = write_json(settings, {"model": "sonnet"})
+    cs.install(settings, emit)
+    installed = settings.read_bytes()
+
+    message = cs.uninstall(settings)
+
+    stamped = settings.with_name("settings.json.agentwatch-backup-20261123T103000Z")
+    assert message.endswith(f"in {settings} (backup: {stamped})")
+    assert original_of(settings).read_bytes() == data
+    assert stamped.read_bytes() == installed
+
+
+def test_install_reinstall_and_uninstall_leave_the_original_recoverable(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps(monkeypatch, "20261123T103000Z", "20261123T103001Z")
+    data = write_json(settings, ORIGINALS["other keys and hooks"], indent=2)
+
+    cs.install(settings, emit)
+    cs.install(settings, emit, timeout=9)
     cs.uninstall(settings)
-    assert backup_of(settings).read_bytes() == after_install
+
+    assert original_of(settings).read_bytes() == data
+    assert backups(settings) == [
+        "settings.json.agentwatch-original",
+        "settings.json.agentwatch-backup-20261123T103000Z",
+        "settings.json.agentwatch-backup-20261123T103001Z",
+    ]
+
+
+def test_each_change_has_its_own_backup_with_a_counter_within_a_second(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps(monkeypatch, "20261123T103000Z")
+    write_json(settings, {"model": "sonnet"})
+    cs.install(settings, emit)
+    states = [settings.read_bytes()]
+    messages = []
+    for timeout in (7, 8):
+        messages.append(cs.install(settings, emit, timeout=timeout))
+        states.append(settings.read_bytes())
+    messages.append(cs.uninstall(settings))
+
+    names = [f"settings.json.agentwatch-backup-20261123T103000Z{n}" for n in ("", "-2", "-3")]
+    assert backups(settings) == ["settings.json.agentwatch-original", *names]
+    for name, state, message in zip(names, states, messages, strict=True):
+        assert settings.with_name(name).read_bytes() == state
+        assert message.endswith(f"(backup: {settings.with_name(name)})")
+
+
+def test_an_existing_original_backup_is_never_overwritten(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps(monkeypatch, "20261123T103000Z")
+    data = write_json(settings, {"model": "sonnet"})
+    original_of(settings).write_text("the user's file from an earlier install")
+
+    message = cs.install(settings, emit)
+
+    assert original_of(settings).read_text() == "the user's file from an earlier install"
+    stamped = settings.with_name("settings.json.agentwatch-backup-20261123T103000Z")
+    assert stamped.read_bytes() == data
+    assert message.endswith(f"(backup: {stamped})")
+
+
+def test_only_the_last_timestamped_backups_are_kept(
+    settings: Path, emit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    changes = settingsfile.KEEP_BACKUPS + 3
+    stamps(monkeypatch, *(f"20261123T1030{n:02d}Z" for n in range(changes)))
+    data = write_json(settings, {"model": "sonnet"})
+    others = ["settings.json.agentwatch-backup", "settings.json.agentwatch-backup-notes"]
+    for name in others:
+        settings.with_name(name).write_text(name)
+
+    for n in range(changes + 1):
+        cs.install(settings, emit, timeout=n + 1)
+
+    assert backups(settings) == [
+        "settings.json.agentwatch-original",
+        *(f"settings.json.agentwatch-backup-20261123T1030{n:02d}Z" for n in range(3, changes)),
+    ]
+    assert original_of(settings).read_bytes() == data
+    for name in others:
+        assert settings.with_name(name).read_text() == name
+
+
+def test_backup_stamps_are_utc_seconds() -> None:
+    assert re.fullmatch(r"\d{8}T\d{6}Z", settingsfile.backup_stamp())
+
+
+def test_backups_keep_the_files_mode(settings: Path, emit: str) -> None:
+    write_json(settings, {"env": {"TOKEN": "secret"}})
+    settings.chmod(0o600)
+    cs.install(settings, emit)
+    cs.uninstall(settings)
+    for name in backups(settings):
+        assert stat.S_IMODE(settings.with_name(name).stat().st_mode) == 0o600
 
 
 def test_the_file_keeps_its_mode_and_no_temporary_file_is_left(settings: Path, emit: str) -> None:
@@ -330,7 +700,7 @@ def test_the_file_keeps_its_mode_and_no_temporary_file_is_left(settings: Path, e
     assert stat.S_IMODE(settings.stat().st_mode) == 0o600
     assert sorted(p.name for p in settings.parent.iterdir()) == [
         "settings.json",
-        "settings.json.agentwatch-backup",
+        "settings.json.agentwatch-original",
     ]
 
 
@@ -364,7 +734,7 @@ def test_dry_run_install_shows_a_diff_and_writes_nothing(settings: Path, emit: s
     diff = cs.install(settings, emit, dry_run=True)
 
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
     lines = diff.splitlines()
     assert lines[0] == f"--- {settings}"
     assert lines[1] == f"+++ {settings}"
@@ -386,13 +756,15 @@ def test_dry_run_says_when_nothing_would_change(settings: Path, emit: str) -> No
 
 
 def test_dry_run_uninstall_shows_what_would_go(settings: Path, emit: str) -> None:
+    write_json(settings, {}, indent=2)
     cs.install(settings, emit)
     data = settings.read_bytes()
+    names = backups(settings)
 
     diff = cs.uninstall(settings, dry_run=True)
 
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == names
     assert '-    "SessionStart": [' in diff.splitlines()
     assert "+{}" in diff.splitlines()
 
@@ -427,7 +799,7 @@ def test_json_with_comments_is_refused_untouched(
         assert "agentwatch hooks print" in message
 
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
 
 
 @pytest.mark.parametrize(
@@ -448,7 +820,7 @@ def test_invalid_json_is_refused_untouched(
     assert message.startswith(f"{settings}: line {line}, column {column}: the file is not valid JSON")
     assert "left untouched" in message
     assert settings.read_bytes() == data
-    assert not backup_of(settings).exists()
+    assert backups(settings) == []
 
 
 @pytest.mark.parametrize(
@@ -597,8 +969,11 @@ def test_cli_install_print_and_uninstall(
 
     assert run(["hooks", "uninstall", *where]) == 0
     out, _ = capsys.readouterr()
-    assert out == f"removed agentwatch hooks from 31 events in {path} (backup: {backup_of(path)})\n"
-    assert load(path) == {}
+    assert out == (
+        f"removed agentwatch hooks from 31 events in {path}: deleted the file and the directories "
+        f"{path.parent} and {project}, which install had created\n"
+    )
+    assert not project.exists()
 
 
 def test_cli_defaults_to_user_scope_and_the_installed_emit(

@@ -115,7 +115,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     install_p.set_defaults(func=_install_cmd)
     uninstall_p = actions.add_parser(
-        "uninstall", parents=[where], help="remove agentwatch's hooks, and nothing else"
+        "uninstall",
+        parents=[where],
+        help="remove agentwatch's hooks, and nothing else (a file that install created is deleted)",
     )
     uninstall_p.set_defaults(func=_uninstall_cmd)
     print_p = actions.add_parser("print", parents=[handler], help="print the JSON that install would merge")

@@ -7,8 +7,21 @@ other key, event, matcher group and handler as it found them, in the same order.
 
 A file that cannot be read back exactly (invalid JSON, or JSON with comments, which Claude Code
 tolerates in some files) is refused and left byte-for-byte untouched: rewriting it would silently
-drop what the user wrote. An existing file is backed up next to itself before it is replaced, and
-the replacement is atomic, so an interrupted run never leaves half a settings file.
+drop what the user wrote. The replacement is atomic, so an interrupted run never leaves half a
+settings file.
+
+Formatting: a changed file keeps the bytes of everything but the handlers added or removed (see
+jsonedit): what install adds is written in the file's own style (its indentation, 2 or 4 spaces, a
+tab, or one line; its separators, line endings, `\\u` escapes and final newline), so an uninstall
+after an install gives back, byte for byte, a file written as json.dumps or Claude Code writes them.
+A new file is indented by 2 spaces, as Claude Code writes its own.
+
+Backups and files install created (see settingsfile): an existing file is copied next to itself
+before each change, and the result line names the copy. The first is `<name>.agentwatch-original`,
+the user's file before agentwatch first changed it, never overwritten; each later change gets a
+timestamped `<name>.agentwatch-backup-<UTC time>`, of which the last 5 (KEEP_BACKUPS) are kept. A file
+that install created is deleted by the uninstall that would leave it `{}`, with the directories
+install created for it if they are empty, instead of being left behind.
 
 Two events are never registered (see the hooks reference, section 5): a `WorktreeCreate` hook
 replaces git worktree creation instead of observing it, and `FileChanged` reads its matcher as the
@@ -23,7 +36,6 @@ import copy
 import difflib
 import json
 import os
-import secrets
 import shlex
 import shutil
 import sys
@@ -31,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.contract import HOOK_EVENTS
+from agentwatch.emitter import jsonedit, settingsfile
 
 Json = dict[str, Any]
 
@@ -40,7 +53,6 @@ REGISTERED_EVENTS: tuple[str, ...] = tuple(e for e in HOOK_EVENTS if e not in SK
 SCOPES: tuple[str, ...] = ("user", "project", "local")
 DEFAULT_SCOPE = "user"
 DEFAULT_TIMEOUT = 5
-BACKUP_SUFFIX = ".agentwatch-backup"
 
 
 class SettingsError(Exception):
@@ -211,7 +223,15 @@ def _kind(value: object) -> str:
 
 
 def render(settings: Json) -> str:
+    """`settings` as a new file: indented by 2, as Claude Code writes its own."""
     return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+
+
+def rerender(old_text: str | None, old: Json, new: Json) -> str:
+    """The text of `new` for a file that held `old_text`, in that file's style (see jsonedit)."""
+    if old_text is None or not old_text.strip():
+        return render(new)
+    return jsonedit.rewrite(old_text, old, new)
 
 
 def read_settings(path: Path) -> tuple[str | None, Json]:
@@ -256,45 +276,12 @@ def read_settings(path: Path) -> tuple[str | None, Json]:
     return text, value
 
 
-def _backup_path(path: Path) -> Path:
-    return path.with_name(path.name + BACKUP_SUFFIX)
-
-
-def write_settings(path: Path, text: str) -> Path | None:
-    """Replace `path` with `text` atomically, keeping its mode; return the backup of the old file.
-
-    The temporary file is created with the usual 0666-minus-umask mode, so a new settings file gets
-    the same permissions any editor would give it; an existing one keeps its own.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup: Path | None = None
-    mode: int | None = None
-    if path.exists():
-        mode = path.stat().st_mode & 0o7777
-        backup = _backup_path(path)
-        shutil.copy2(path, backup)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return backup
-
-
-def _diff(path: Path, old: str | None, new: str) -> str:
+def _diff(path: Path, old: str | None, new: str | None) -> str:
     lines = difflib.unified_diff(
         (old or "").splitlines(keepends=True),
-        new.splitlines(keepends=True),
+        (new or "").splitlines(keepends=True),
         fromfile="/dev/null" if old is None else str(path),
-        tofile=str(path),
+        tofile="/dev/null" if new is None else str(path),
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip("\n")
 
@@ -304,8 +291,39 @@ def _target(path: Path) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
-def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, Path | None, str | None]:
-    """Apply the change to the file: (events changed, backup, dry-run diff or None)."""
+def _only_ours(path: Path) -> bool:
+    """True for a settings file that holds nothing but agentwatch's handlers."""
+    try:
+        return not strip(read_settings(path)[1])
+    except SettingsError:
+        return False
+
+
+def _deleted(directories: list[Path]) -> str:
+    if not directories:
+        return ": deleted the file, which install had created"
+    names = [str(d) for d in directories]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    kind = "directory" if len(names) == 1 else "directories"
+    return f": deleted the file and the {kind} {listed}, which install had created"
+
+
+def _remove_created(
+    path: Path, target: Path, directories: int, old_text: str | None, dry_run: bool
+) -> tuple[str, str | None]:
+    """Delete a file that install created, now that uninstall would leave it `{}`."""
+    if dry_run:
+        return "", _diff(path, old_text, None)
+    try:
+        removed = settingsfile.remove_created(target, directories, _only_ours)
+    except OSError as exc:
+        raise SettingsError(f"cannot delete {path}: {exc.strerror or exc}") from exc
+    return _deleted(removed), None
+
+
+def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, str, str | None]:
+    """Apply the change to the file: (events changed, what became of the file for the result
+    line, dry-run diff or None)."""
     target = _target(path)
     old_text, old = read_settings(target)
     try:
@@ -315,19 +333,20 @@ def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, Path 
             f"{path}: {exc}; it was left untouched. Fix the file and run the command again."
         ) from exc
     if new == old:
-        return 0, None, "no change" if dry_run else None
-    new_text = render(new)
+        return 0, "", "no change" if dry_run else None
+    created = settingsfile.created_directories(target) if handler is None and not new else None
+    if created is not None:
+        return changed, *_remove_created(path, target, created, old_text, dry_run)
+    new_text = rerender(old_text, old, new)
     if dry_run:
-        return changed, None, _diff(path, old_text, new_text) or "no change"
+        return changed, "", _diff(path, old_text, new_text) or "no change"
     try:
-        backup = write_settings(target, new_text)
+        if handler is not None and old_text is not None and strip(old) == old:
+            settingsfile.forget_created(target)  # a file the user made again: its first backup is theirs
+        backup = settingsfile.write(target, new_text, keep_record=handler is not None)
     except OSError as exc:
         raise SettingsError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    return changed, backup, None
-
-
-def _written(path: Path, backup: Path | None) -> str:
-    return f"{path} (backup: {backup})" if backup is not None else f"{path} (new file)"
+    return changed, " (new file)" if backup is None else f" (backup: {backup})", None
 
 
 def install(
@@ -339,21 +358,21 @@ def install(
 ) -> str:
     """Register agentwatch-emit on every REGISTERED_EVENT in `path`; return the one-line result
     (with `dry_run`, the diff that would be applied, or "no change")."""
-    changed, backup, diff = _update(path, make_handler(command, timeout, async_), dry_run)
+    changed, written, diff = _update(path, make_handler(command, timeout, async_), dry_run)
     if diff is not None:
         return diff
     if not changed:
         return f"agentwatch hooks already installed in {path} (no change)"
-    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events in {_written(path, backup)}"
+    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events in {path}{written}"
 
 
 def uninstall(path: Path, dry_run: bool = False) -> str:
     """Remove agentwatch's handlers from `path`, and nothing else; return the one-line result."""
     if not dry_run and not _target(path).exists():
         return f"no agentwatch hooks in {path} (file does not exist)"
-    changed, backup, diff = _update(path, None, dry_run)
+    changed, written, diff = _update(path, None, dry_run)
     if diff is not None:
         return diff
     if not changed:
         return f"no agentwatch hooks in {path} (no change)"
-    return f"removed agentwatch hooks from {changed} events in {_written(path, backup)}"
+    return f"removed agentwatch hooks from {changed} events in {path}{written}"
