@@ -18,7 +18,9 @@ byte once a change is undone: what install added and uninstall removes are exact
 the members added, with one separator each. The one exception: a changed object in which a key is
 repeated is written afresh, as json.loads read it (the last value of the key wins).
 
-Standard library only.
+Standard library only, and written here for that reason: the standard library has no JSON
+editor that keeps a text's formatting, and the bare install (every agent host) carries no
+dependency.
 """
 
 from __future__ import annotations
