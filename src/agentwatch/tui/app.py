@@ -25,8 +25,9 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Header, Input, Static
 
+from agentwatch.format import age, clock
 from agentwatch.store import queries
-from agentwatch.tui.common import EventScreen, KeyBar, Line, Palette, age, clock
+from agentwatch.tui.common import EventScreen, KeyBar, Line, Palette
 from agentwatch.tui.model import Agent, Feed, FeedFilter, FeedLine, Roster, Team, sparkline
 from agentwatch.tui.sources import HistorySource, LiveSource, rows_as_envelopes
 from agentwatch.tui.table import Cell, Table
@@ -365,8 +366,8 @@ class AgentwatchApp(App[None]):
             "team": agent.team,
             "state": Text(agent.state, style=pal.state.get(agent.state, "")),
             "tool": agent.tool,
-            "for": age(agent.tool_running_for(now)),
-            "seen": age(now - agent.last_seen if agent.last_seen else None),
+            "for": age(agent.tool_running_for(now), unknown=""),
+            "seen": age(now - agent.last_seen if agent.last_seen else None, unknown=""),
             "calls": str(agent.tool_calls),
             "err": Text(str(agent.errors), style=pal.error if agent.errors else ""),
             "msg": str(agent.messages),

@@ -26,7 +26,8 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from agentwatch.tui.common import Palette, format_age, format_duration
+from agentwatch.format import age, clock, day_time, duration, one_line, rate, shorten
+from agentwatch.tui.common import Palette
 from agentwatch.tui.sources import HistorySource
 
 # Window name -> (what the title says, the ClickHouse interval; None: no bound).
@@ -166,26 +167,6 @@ def sessions_sql(window: str) -> str:
 # -- formatting ---------------------------------------------------------------------------------
 
 
-def format_rate(pct: float | int | None) -> str:
-    if pct is None or isinstance(pct, bool):
-        return "-"
-    return f"{float(pct):.1f}%"
-
-
-def shorten(text: str, width: int) -> str:
-    """Text that fits `width` cells: the middle replaced by an ellipsis (both ends of a tool name
-    such as mcp__server__action say something)."""
-    if width <= 0:
-        return ""
-    if len(text) <= width:
-        return text
-    if width < 6:
-        return text[: width - 1] + "…"
-    head = (width - 1) // 2
-    tail = width - 1 - head
-    return text[:head] + "…" + text[-tail:]
-
-
 def short_session(session_id: str, width: int = 8) -> str:
     """A session id cut to `width` (a UUID's first group tells sessions apart)."""
     if len(session_id) <= width:
@@ -211,12 +192,7 @@ def parse_time(value: object) -> dt.datetime | None:
 
 def format_start(value: object, now: float) -> str:
     """HH:MM:SS for today (UTC), MM-DD HH:MM before."""
-    at = parse_time(value)
-    if at is None:
-        return "-"
-    today = dt.datetime.fromtimestamp(now, dt.UTC).date()
-    at = at.astimezone(dt.UTC)
-    return at.strftime("%H:%M:%S") if at.date() == today else at.strftime("%m-%d %H:%M")
+    return day_time(parse_time(value), now)
 
 
 def records(result: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -249,10 +225,6 @@ def _num(value: object) -> float | None:
         except ValueError:
             return None
     return None
-
-
-def _one_line(text: object, limit: int = 200) -> str:
-    return " ".join(str(text or "").split())[:limit]
 
 
 # -- the screen ---------------------------------------------------------------------------------
@@ -419,10 +391,10 @@ class ToolsScreen(Screen[None]):
             sessions = self.history.query(sessions_query) if "error" not in tools else {}
             error = tools.get("error") or sessions.get("error")
         except Exception as exc:  # OSError, LookupError, a timeout: never a traceback on screen
-            reason = _one_line(exc) or type(exc).__name__
+            reason = one_line(exc) or type(exc).__name__
             outcome = ("unreachable", reason, None)
         else:
-            outcome = ("error", _one_line(error), None) if error else ("ok", tools, sessions)
+            outcome = ("error", one_line(error), None) if error else ("ok", tools, sessions)
         if get_current_worker().is_cancelled:
             return
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile
@@ -463,7 +435,7 @@ class ToolsScreen(Screen[None]):
         title.append(f" · {WINDOWS[self.window][0]}")
         title.append(f" · sorted by {self.sort}")
         if self.updated_at is not None:
-            stamp = time.strftime("%H:%M:%S", time.gmtime(self.updated_at))
+            stamp = clock(self.updated_at)
             title.append(f" · {'data from' if self.status_is_error else 'updated'} {stamp} UTC")
         self.query_one("#tools-title", Static).update(title)
 
@@ -506,15 +478,13 @@ class ToolsScreen(Screen[None]):
                 "tool": shorten(str(row.get("tool") or "(none)"), name_width),
                 "calls": _right(str(_int(row.get("calls")))),
                 "fail": _right(str(failures), colors["error"] if failures else None),
-                "fail%": _right(
-                    format_rate(_num(row.get("failure_pct"))), colors["error"] if failures else None
-                ),
-                "p50": _right(format_duration(_num(row.get("p50_ms")))),
-                "p95": _right(format_duration(_num(row.get("p95_ms")))),
-                "max": _right(format_duration(_num(row.get("max_ms")))),
+                "fail%": _right(rate(_num(row.get("failure_pct"))), colors["error"] if failures else None),
+                "p50": _right(duration(_num(row.get("p50_ms")))),
+                "p95": _right(duration(_num(row.get("p95_ms")))),
+                "max": _right(duration(_num(row.get("max_ms")))),
                 "denied": _right(str(_int(row.get("denied")))),
                 "unpaired": _right(str(unpaired), colors["warning"] if unpaired else None),
-                "last error": shorten(_one_line(row.get("last_error")), error_width),
+                "last error": shorten(one_line(row.get("last_error")), error_width),
             }
             table.add_row(*(_plain(cells[str(key.value)]) for key in table.columns))
         if self.tool_rows:
@@ -536,15 +506,15 @@ class ToolsScreen(Screen[None]):
             session = str(row.get("session_id") or "")
             outcome = str(row.get("outcome") or "")
             errors = _int(row.get("errors"))
-            duration = _right(format_duration(_num(row.get("duration_ms"))))
+            took = _right(duration(_num(row.get("duration_ms"))))
             cells: dict[str, Any] = {
                 "session": short_session(session, session_width),
                 "agent": shorten(str(row.get("agent") or ""), agent_width),
                 "team": shorten(str(row.get("team") or ""), 16),
                 "start UTC": format_start(row.get("started"), now),
-                "dur": duration,
-                "duration": duration,
-                "seen": _right(format_age(_num(row.get("seen_s")))),
+                "dur": took,
+                "duration": took,
+                "seen": _right(age(_num(row.get("seen_s")))),
                 "events": _right(str(_int(row.get("events")))),
                 "calls": _right(str(_int(row.get("tool_calls")))),
                 "err": _right(str(errors), colors["error"] if errors else None),
