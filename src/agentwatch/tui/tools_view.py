@@ -1,10 +1,10 @@
 """The "Tools and history" view of the dashboard: per-tool statistics and recent sessions, from SQL
 over the store, over a window of time the user picks.
 
-The SQL comes from plain functions (`tool_stats_sql`, `sessions_sql`) that accept only the known
-window and sort names below, never text from the user, so they are tested as written against the
-real schema. The screen asks its HistorySource from a thread worker every few seconds while it is
-shown; a store that is away is said on screen and asked again at the next tick.
+The queries are store/queries.py's (`tool_stats`, `active_sessions`): the window's length and the
+limits are bound by ClickHouse, the sort is one of the fixed ORDER BY clauses there. The screen
+asks its HistorySource from a thread worker every few seconds while it is shown; a store that is
+away is said on screen and asked again at the next tick.
 """
 
 from __future__ import annotations
@@ -27,28 +27,21 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from agentwatch.format import age, clock, day_time, duration, one_line, rate, shorten
+from agentwatch.store import queries
+from agentwatch.store.queries import SESSIONS_LIMIT
 from agentwatch.tui.common import Palette
 from agentwatch.tui.sources import HistorySource
 
-# Window name -> (what the title says, the ClickHouse interval; None: no bound).
-WINDOWS: dict[str, tuple[str, str | None]] = {
-    "15m": ("last 15 min", "15 MINUTE"),
-    "1h": ("last hour", "1 HOUR"),
-    "1d": ("last day", "1 DAY"),
+# Window name -> (what the title says, its length in seconds; None: all time).
+WINDOWS: dict[str, tuple[str, int | None]] = {
+    "15m": ("last 15 min", 15 * 60),
+    "1h": ("last hour", 60 * 60),
+    "1d": ("last day", 24 * 60 * 60),
     "all": ("all time", None),
 }
-WINDOW_ORDER: tuple[str, ...] = ("15m", "1h", "1d", "all")
+WINDOW_ORDER: tuple[str, ...] = tuple(WINDOWS)
+SORT_ORDER: tuple[str, ...] = tuple(queries.TOOL_SORTS)
 
-# Sort name -> ORDER BY of the per-tool query (columns of tool_stats_sql).
-TOOL_SORTS: dict[str, str] = {
-    "calls": "calls DESC, tool",
-    "failure rate": "failure_pct DESC NULLS LAST, failures DESC, calls DESC, tool",
-    "p95": "p95_ms DESC NULLS LAST, calls DESC, tool",
-}
-SORT_ORDER: tuple[str, ...] = ("calls", "failure rate", "p95")
-
-SESSIONS_LIMIT = 200
-TOOLS_LIMIT = 500
 REFRESH_SECONDS = 5.0
 # A fetch that has not answered after this long no longer holds back the next one.
 STUCK_SECONDS = 60.0
@@ -81,7 +74,8 @@ NUMERIC_COLUMNS = frozenset(
 )  # fmt: skip
 
 
-def _interval(window: str) -> str | None:
+def window_seconds(window: str) -> int | None:
+    """The window's length in seconds (None: all time); ValueError for a name not offered."""
     if window not in WINDOWS:
         raise ValueError(f"unknown window {window!r}: one of {', '.join(WINDOW_ORDER)}")
     return WINDOWS[window][1]
@@ -89,79 +83,17 @@ def _interval(window: str) -> str | None:
 
 def window_phrase(window: str) -> str:
     """'in the last hour', 'over all time': for titles."""
-    _interval(window)
-    return "over all time" if window == "all" else f"in the {WINDOWS[window][0]}"
+    return "over all time" if window_seconds(window) is None else f"in the {WINDOWS[window][0]}"
 
 
-def tool_stats_sql(window: str, sort: str = "calls") -> str:
-    """One row per tool for the calls that started in the window (a result whose call was never
-    seen counts from its result's time): calls, failures (error or interrupted), denied, the
-    failure rate over finished calls (running ones left out), p50/p95/max duration in ms over the
-    calls that have one, unpaired calls (running: no result yet, orphan: no call seen) and the
-    latest error text."""
-    interval = _interval(window)
-    if sort not in TOOL_SORTS:
-        raise ValueError(f"unknown sort {sort!r}: one of {', '.join(SORT_ORDER)}")
-    where = ""
-    if interval is not None:
-        since = f"now64(3) - INTERVAL {interval}"
-        # The IN list (cheap: events are ordered by time) lets ClickHouse pair only the calls
-        # that had an event in the window; the second condition keeps those that started in it.
-        where = (
-            "WHERE (session_id, tool_use_id) IN (\n"  # noqa: S608 - `since` is from WINDOWS only
-            "    SELECT session_id, tool_use_id FROM events\n"
-            f"    WHERE timestamp >= {since} AND tool_use_id != ''\n"
-            ")\n"
-            f"  AND coalesce(started, ended) >= {since}\n"
-        )
-    return (
-        "SELECT\n"
-        "    tool,\n"
-        "    count() AS calls,\n"
-        "    countIf(status IN ('error', 'interrupted') OR error != '') AS failures,\n"
-        "    countIf(status = 'denied') AS denied,\n"
-        "    countIf(status != 'running') AS finished,\n"
-        "    if(finished = 0, NULL, round(100 * failures / finished, 1)) AS failure_pct,\n"
-        "    count(duration_ms) AS timed,\n"
-        "    quantiles(0.5, 0.95)(duration_ms) AS q,\n"
-        "    if(timed = 0, NULL, toInt64(round(q[1]))) AS p50_ms,\n"
-        "    if(timed = 0, NULL, toInt64(round(q[2]))) AS p95_ms,\n"
-        "    max(duration_ms) AS max_ms,\n"
-        "    countIf(status IN ('running', 'orphan')) AS unpaired,\n"
-        "    argMaxIf(error, coalesce(ended, started), error != '') AS last_error\n"
-        "FROM tool_calls\n"
-        f"{where}"
-        "GROUP BY tool\n"
-        f"ORDER BY {TOOL_SORTS[sort]}\n"
-        f"LIMIT {TOOLS_LIMIT}"
-    )
+def tools_query(window: str, sort: str = SORT_ORDER[0]) -> queries.Query:
+    """The per-tool statistics of a named window, in a named sort."""
+    return queries.tool_stats(window_seconds(window), sort)
 
 
-def sessions_sql(window: str) -> str:
-    """The sessions with an event in the window, newest first (by start), at most SESSIONS_LIMIT:
-    the `sessions` view's columns, plus duration_ms (start to end, or to the latest event while
-    not ended) and seen_s (seconds since the latest event)."""
-    interval = _interval(window)
-    where = ""
-    if interval is not None:
-        since = f"now64(3) - INTERVAL {interval}"
-        where = (
-            "WHERE session_id IN (\n"  # noqa: S608 - `since` is from WINDOWS only
-            f"    SELECT session_id FROM events WHERE timestamp >= {since} AND session_id != ''\n"
-            ")\n"
-            f"  AND last_seen >= {since}\n"
-        )
-    return (
-        "SELECT\n"
-        "    session_id, agent, team, host, started, ended, end_reason, last_seen,\n"
-        "    dateDiff('millisecond', started, coalesce(ended, last_seen)) AS duration_ms,\n"
-        "    dateDiff('second', last_seen, now64(3)) AS seen_s,\n"
-        "    events, tool_calls, errors, prompts, subagents, outcome\n"
-        "FROM sessions\n"
-        f"{where}"
-        "ORDER BY started DESC, session_id\n"
-        f"LIMIT {SESSIONS_LIMIT}"
-    )
+def sessions_query(window: str) -> queries.Query:
+    """The sessions active in a named window."""
+    return queries.active_sessions(window_seconds(window))
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -304,7 +236,7 @@ class ToolsScreen(Screen[None]):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
-        _interval(window)  # a known name, or ValueError
+        window_seconds(window)  # a known name, or ValueError
         self.history = history
         self.window = window
         self.sort = SORT_ORDER[0]
@@ -384,11 +316,10 @@ class ToolsScreen(Screen[None]):
 
     @work(thread=True, group="tools-view")
     def _fetch(self, generation: int, window: str, sort: str) -> None:
-        tools_query, sessions_query = tool_stats_sql(window, sort), sessions_sql(window)
         outcome: tuple[str, Any, Any]
         try:
-            tools = self.history.query(tools_query)
-            sessions = self.history.query(sessions_query) if "error" not in tools else {}
+            tools = self.history.query(*tools_query(window, sort))
+            sessions = self.history.query(*sessions_query(window)) if "error" not in tools else {}
             error = tools.get("error") or sessions.get("error")
         except Exception as exc:  # OSError, LookupError, a timeout: never a traceback on screen
             reason = one_line(exc) or type(exc).__name__
