@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,19 +15,17 @@ from clickhouse_connect.driver.client import Client
 from textual.app import App
 from textual.widgets import DataTable, Static
 
+import agentwatch.tui
 from agentwatch.contract import encode_envelope, envelopes_from_stdin
 from agentwatch.store import queries
 from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.queries import SESSIONS_LIMIT, Query
 from agentwatch.store.writes import insert_batch
-from agentwatch.tui.tools_view import (
-    WINDOW_ORDER,
-    ToolsScreen,
-    format_start,
-    sessions_query,
-    short_session,
-    tools_query,
-)
+from agentwatch.tui.tools_rows import WINDOW_ORDER, sessions_query, tools_query
+from agentwatch.tui.tools_view import ToolsScreen
+
+# The dashboard's own stylesheet: the view's styles are there, not in the screen.
+STYLESHEET = Path(agentwatch.tui.__file__).with_name("agentwatch.tcss")
 
 # --- data in the real schema ------------------------------------------------------------------
 
@@ -213,13 +212,6 @@ def test_any_window_and_limit_are_bound_on_the_real_schema(store: Client) -> Non
     ]
 
 
-def test_session_ids_and_start_times() -> None:
-    assert short_session(RUNNING) == "5e55a000"
-    assert short_session(RUNNING, 36) == RUNNING
-    assert format_start("2026-11-22T03:37:45.193Z", NOW) == "03:37:45"
-    assert format_start("2026-11-21T23:59:00", NOW) == "11-21 23:59"
-
-
 # --- the screen, over a fake store ------------------------------------------------------------
 
 NOW = 1_795_310_400.0  # 2026-11-22 01:20:00 UTC: the clock the screen sees
@@ -272,7 +264,9 @@ class FakeStore:
 
 
 class Host(App[None]):
-    """A bare app with one line of its own, that opens the view on start."""
+    """A bare app with one line of its own and the dashboard's stylesheet, that opens the view on start."""
+
+    CSS_PATH = STYLESHEET
 
     def __init__(self, store: FakeStore, refresh_seconds: float = 5.0) -> None:
         super().__init__()

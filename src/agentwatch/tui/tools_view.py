@@ -1,18 +1,17 @@
 """The "Tools and history" view of the dashboard: per-tool statistics and recent sessions, from SQL
 over the store, over a window of time the user picks.
 
-The queries are store/queries.py's (`tool_stats`, `active_sessions`): the window's length and the
-limits are bound by ClickHouse, the sort is one of the fixed ORDER BY clauses there. The screen
-asks its HistorySource from a thread worker every few seconds while it is shown; a store that is
-away is said on screen and asked again at the next tick.
+The queries are store/queries.py's (`tool_stats`, `active_sessions`), asked for one of the known
+windows and sorts of tools_rows.py, which also turns their rows into cells; the styles are in
+agentwatch.tcss. The screen asks its HistorySource from a thread worker every few seconds while
+it is shown; a store that is away is said on screen and asked again at the next tick.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -26,140 +25,33 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from agentwatch.format import age, clock, day_time, duration, one_line, rate, shorten
-from agentwatch.store import queries
+from agentwatch.format import clock, one_line
 from agentwatch.store.queries import SESSIONS_LIMIT
 from agentwatch.tui.common import Palette
 from agentwatch.tui.sources import HistorySource
-
-# Window name -> (what the title says, its length in seconds; None: all time).
-WINDOWS: dict[str, tuple[str, int | None]] = {
-    "15m": ("last 15 min", 15 * 60),
-    "1h": ("last hour", 60 * 60),
-    "1d": ("last day", 24 * 60 * 60),
-    "all": ("all time", None),
-}
-WINDOW_ORDER: tuple[str, ...] = tuple(WINDOWS)
-SORT_ORDER: tuple[str, ...] = tuple(queries.TOOL_SORTS)
+from agentwatch.tui.tools_rows import (
+    FULL_SESSION_AT,
+    NUMERIC_COLUMNS,
+    SESSION_COLUMNS,
+    SESSION_COLUMNS_WIDE,
+    SORT_ORDER,
+    TOOL_COLUMNS,
+    TOOL_COLUMNS_WIDE,
+    WIDE_AT,
+    WINDOW_ORDER,
+    WINDOWS,
+    records,
+    session_cells,
+    sessions_query,
+    tool_cells,
+    tools_query,
+    window_phrase,
+    window_seconds,
+)
 
 REFRESH_SECONDS = 5.0
 # A fetch that has not answered after this long no longer holds back the next one.
 STUCK_SECONDS = 60.0
-# Screens at least this wide get the extra columns (team, last error, end reason, ...), and the
-# whole session id from FULL_SESSION_AT.
-WIDE_AT = 140
-FULL_SESSION_AT = 180
-
-
-# The tables' columns, narrow and wide (at least WIDE_AT cells).
-TOOL_COLUMNS = ("tool", "calls", "fail", "fail%", "p50", "p95", "max", "unpaired")
-TOOL_COLUMNS_WIDE = (
-    "tool",
-    "calls",
-    "fail",
-    "fail%",
-    "p50",
-    "p95",
-    "max",
-    "denied",
-    "unpaired",
-    "last error",
-)
-SESSION_COLUMNS = ("session", "agent", "start UTC", "dur", "events", "calls", "err", "outcome")
-SESSION_COLUMNS_WIDE = ("session", "agent", "team", "start UTC", "duration", "seen", "events", "calls", "err",
-                        "prompts", "subs", "outcome", "end reason")  # fmt: skip
-NUMERIC_COLUMNS = frozenset(
-    {"calls", "fail", "fail%", "p50", "p95", "max", "denied", "unpaired", "dur", "duration", "seen", "events",
-     "err", "prompts", "subs"}
-)  # fmt: skip
-
-
-def window_seconds(window: str) -> int | None:
-    """The window's length in seconds (None: all time); ValueError for a name not offered."""
-    if window not in WINDOWS:
-        raise ValueError(f"unknown window {window!r}: one of {', '.join(WINDOW_ORDER)}")
-    return WINDOWS[window][1]
-
-
-def window_phrase(window: str) -> str:
-    """'in the last hour', 'over all time': for titles."""
-    return "over all time" if window_seconds(window) is None else f"in the {WINDOWS[window][0]}"
-
-
-def tools_query(window: str, sort: str = SORT_ORDER[0]) -> queries.Query:
-    """The per-tool statistics of a named window, in a named sort."""
-    return queries.tool_stats(window_seconds(window), sort)
-
-
-def sessions_query(window: str) -> queries.Query:
-    """The sessions active in a named window."""
-    return queries.active_sessions(window_seconds(window))
-
-
-# -- formatting ---------------------------------------------------------------------------------
-
-
-def short_session(session_id: str, width: int = 8) -> str:
-    """A session id cut to `width` (a UUID's first group tells sessions apart)."""
-    if len(session_id) <= width:
-        return session_id
-    return session_id[:width]
-
-
-def parse_time(value: object) -> dt.datetime | None:
-    """A timestamp from a query row (ISO text from the query service, or a datetime), in UTC."""
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip().replace(" ", "T", 1)
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
-
-
-def format_start(value: object, now: float) -> str:
-    """HH:MM:SS for today (UTC), MM-DD HH:MM before."""
-    return day_time(parse_time(value), now)
-
-
-def records(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The rows of a query result as {column: value}."""
-    columns = [str(c) for c in result.get("columns") or []]
-    return [dict(zip(columns, row, strict=False)) for row in result.get("rows") or []]
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (int, float)):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(float(value))
-        except ValueError:
-            return 0
-    return 0
-
-
-def _num(value: object) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-# -- the screen ---------------------------------------------------------------------------------
 
 
 class ToolsScreen(Screen[None]):
@@ -167,52 +59,6 @@ class ToolsScreen(Screen[None]):
 
     Keys: 1/2/3/4 the window (15 min, hour, day, all), w cycles it, s cycles the tools' sort
     (calls, failure rate, p95), r asks again now, escape or q goes back.
-    """
-
-    DEFAULT_CSS = """
-    ToolsScreen {
-        layout: vertical;
-    }
-    ToolsScreen #tools-title {
-        height: 1;
-        padding: 0 1;
-        background: $boost;
-        text-style: bold;
-    }
-    ToolsScreen #tools-status {
-        height: auto;
-        max-height: 3;
-        padding: 0 1;
-        color: $text-muted;
-    }
-    ToolsScreen #tools-status.-error {
-        color: $text-error;
-        background: $error-muted;
-        text-style: bold;
-    }
-    ToolsScreen #tools-status.-hidden {
-        display: none;
-    }
-    ToolsScreen .tools-pane {
-        height: 1fr;
-        min-height: 5;
-        border: round $primary 50%;
-        border-title-color: $text;
-        border-subtitle-color: $text-muted;
-    }
-    ToolsScreen .tools-pane:focus-within {
-        border: round $accent;
-    }
-    ToolsScreen #tools-sessions-pane {
-        height: 3fr;
-    }
-    ToolsScreen #tools-stats-pane {
-        height: 2fr;
-    }
-    ToolsScreen DataTable {
-        height: 1fr;
-        scrollbar-size-vertical: 1;
-    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -363,7 +209,7 @@ class ToolsScreen(Screen[None]):
 
     def _paint_title(self) -> None:
         title = Text("Tools and history", style="bold")
-        title.append(f" · {WINDOWS[self.window][0]}")
+        title.append(f" · {WINDOWS[self.window].label}")
         title.append(f" · sorted by {self.sort}")
         if self.updated_at is not None:
             stamp = clock(self.updated_at)
@@ -396,67 +242,35 @@ class ToolsScreen(Screen[None]):
         tool = max(16, min(40, spare // 3))
         return tool, max(20, spare - tool)
 
-    def _paint_tools(self) -> None:
-        table = self.query_one("#tools-stats", DataTable)
-        colors = self._colors()
+    def _fill(self, table_id: str, rows: list[dict[str, Text]]) -> None:
+        """Replace a table's rows (cells for its current columns), the cursor kept on its row number."""
+        table = self.query_one(table_id, DataTable)
         cursor = table.cursor_row
         table.clear()
+        keys = [str(key.value) for key in table.columns]
+        for cells in rows:
+            table.add_row(*(cells[key] for key in keys))
+        if rows:
+            table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+
+    def _paint_tools(self) -> None:
+        colors = self._colors()
         name_width, error_width = self._widths()
-        for row in self.tool_rows:
-            failures = _int(row.get("failures"))
-            unpaired = _int(row.get("unpaired"))
-            cells: dict[str, Any] = {
-                "tool": shorten(str(row.get("tool") or "(none)"), name_width),
-                "calls": _right(str(_int(row.get("calls")))),
-                "fail": _right(str(failures), colors["error"] if failures else None),
-                "fail%": _right(rate(_num(row.get("failure_pct"))), colors["error"] if failures else None),
-                "p50": _right(duration(_num(row.get("p50_ms")))),
-                "p95": _right(duration(_num(row.get("p95_ms")))),
-                "max": _right(duration(_num(row.get("max_ms")))),
-                "denied": _right(str(_int(row.get("denied")))),
-                "unpaired": _right(str(unpaired), colors["warning"] if unpaired else None),
-                "last error": shorten(one_line(row.get("last_error")), error_width),
-            }
-            table.add_row(*(_plain(cells[str(key.value)]) for key in table.columns))
-        if self.tool_rows:
-            table.move_cursor(row=min(cursor, len(self.tool_rows) - 1), animate=False)
+        self._fill(
+            "#tools-stats", [tool_cells(row, colors, name_width, error_width) for row in self.tool_rows]
+        )
         pane = self.query_one("#tools-stats-pane", Vertical)
         pane.border_title = f"tools · calls started {window_phrase(self.window)}"
         pane.border_subtitle = f"{len(self.tool_rows)} tools" if self.tool_rows else "no tool calls"
 
     def _paint_sessions(self) -> None:
-        table = self.query_one("#tools-sessions", DataTable)
-        colors = self._colors()
-        outcome_style = {"failed": colors["error"], "running": colors["success"]}
-        cursor = table.cursor_row
-        table.clear()
-        now = self.clock()
+        colors, now = self._colors(), self.clock()
         agent_width = 20 if self._wide else 14
         session_width = 36 if self.size.width >= FULL_SESSION_AT else 8
-        for row in self.session_rows:
-            session = str(row.get("session_id") or "")
-            outcome = str(row.get("outcome") or "")
-            errors = _int(row.get("errors"))
-            took = _right(duration(_num(row.get("duration_ms"))))
-            cells: dict[str, Any] = {
-                "session": short_session(session, session_width),
-                "agent": shorten(str(row.get("agent") or ""), agent_width),
-                "team": shorten(str(row.get("team") or ""), 16),
-                "start UTC": format_start(row.get("started"), now),
-                "dur": took,
-                "duration": took,
-                "seen": _right(age(_num(row.get("seen_s")))),
-                "events": _right(str(_int(row.get("events")))),
-                "calls": _right(str(_int(row.get("tool_calls")))),
-                "err": _right(str(errors), colors["error"] if errors else None),
-                "prompts": _right(str(_int(row.get("prompts")))),
-                "subs": _right(str(_int(row.get("subagents")))),
-                "outcome": Text(outcome, style=outcome_style.get(outcome, Style())),
-                "end reason": str(row.get("end_reason") or ""),
-            }
-            table.add_row(*(_plain(cells[str(key.value)]) for key in table.columns))
-        if self.session_rows:
-            table.move_cursor(row=min(cursor, len(self.session_rows) - 1), animate=False)
+        self._fill(
+            "#tools-sessions",
+            [session_cells(row, colors, now, agent_width, session_width) for row in self.session_rows],
+        )
         pane = self.query_one("#tools-sessions-pane", Vertical)
         pane.border_title = f"sessions active {window_phrase(self.window)} · newest first"
         count = len(self.session_rows)
@@ -491,16 +305,7 @@ class ToolsScreen(Screen[None]):
             self._generation += 1
         if window is not None and changed:
             self.tool_rows, self.session_rows = [], []  # not the old window's rows under the new title
-            self._set_status(f"asking the store ({WINDOWS[self.window][0]}) ...", error=False)
+            self._set_status(f"asking the store ({WINDOWS[self.window].label}) ...", error=False)
         self._paint_title()
         self._paint_tables()  # the titles say the new window while its answer comes
         self.reload()
-
-
-def _right(text: str, style: Style | None = None) -> Text:
-    return Text(text, style=style or Style(), justify="right")
-
-
-def _plain(cell: Any) -> Any:
-    """Text from the store (tool names, errors, agents) is shown as is, never read as markup."""
-    return Text(cell) if isinstance(cell, str) else cell
