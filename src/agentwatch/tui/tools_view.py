@@ -2,28 +2,29 @@
 over the store, over a window of time the user picks.
 
 The queries are store/queries.py's (`tool_stats`, `active_sessions`), asked for one of the known
-windows and sorts of tools_rows.py, which also turns their rows into cells; the styles are in
-agentwatch.tcss. The screen asks its HistorySource from a thread worker every few seconds while
-it is shown; a store that is away is said on screen and asked again at the next tick.
+windows and sorts of tools_rows.py. While the screen is shown, a timer asks the HistorySource
+again every few seconds from a thread worker, which posts the answer as a message; its handler
+paints. A store that is away is said on screen and asked again at the next tick.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual import events, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from agentwatch.format import clock, one_line
 from agentwatch.store.queries import SESSIONS_LIMIT
@@ -55,11 +56,7 @@ STUCK_SECONDS = 60.0
 
 
 class ToolsScreen(Screen[None]):
-    """Per-tool statistics and recent sessions over a window of time, refreshed while shown.
-
-    Keys: 1/2/3/4 the window (15 min, hour, day, all), w cycles it, s cycles the tools' sort
-    (calls, failure rate, p95), r asks again now, escape or q goes back.
-    """
+    """Per-tool statistics and recent sessions over a window of time, refreshed while shown."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
@@ -72,6 +69,21 @@ class ToolsScreen(Screen[None]):
         Binding("s", "cycle_sort", "Sort"),
         Binding("r", "reload", "Refresh"),
     ]
+
+    class Answered(Message):
+        """The store's answer for a window and sort: its rows, or what went wrong (`problem`)."""
+
+        def __init__(
+            self,
+            window: str,
+            sort: str,
+            tools: list[dict[str, Any]] | None = None,
+            sessions: list[dict[str, Any]] | None = None,
+            problem: str = "",
+        ) -> None:
+            super().__init__()
+            self.window, self.sort, self.problem = window, sort, problem
+            self.tools, self.sessions = tools or [], sessions or []
 
     def __init__(
         self,
@@ -93,9 +105,8 @@ class ToolsScreen(Screen[None]):
         self.status_text = "asking the store ..."
         self.status_is_error = False
         self.updated_at: float | None = None
-        self._generation = 0  # bumped by a window or sort change: older answers are dropped
-        self._busy_generation: int | None = None  # the generation a fetch is running for
-        self._busy_since = 0.0
+        self._fetching: Worker[None] | None = None
+        self._asked_at = 0.0
         self._wide: bool | None = None
         self._timer: Timer | None = None
 
@@ -111,7 +122,7 @@ class ToolsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._set_columns(self.size.width >= WIDE_AT if self.size.width else False)
+        self._wide = self.size.width >= WIDE_AT if self.size.width else False
         self._paint()
         self._timer = self.set_interval(self.refresh_seconds, self._tick)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._paint_tables())
@@ -119,10 +130,8 @@ class ToolsScreen(Screen[None]):
         self.reload()
 
     def on_resize(self, event: events.Resize) -> None:
-        wide = event.size.width >= WIDE_AT
-        if wide != self._wide:
-            self._set_columns(wide)
-        self._paint_tables()  # names are cut to the new width
+        self._wide = event.size.width >= WIDE_AT
+        self._paint_tables()  # the columns for the width, names cut to it
 
     def on_screen_suspend(self) -> None:
         if self._timer is not None:
@@ -134,62 +143,51 @@ class ToolsScreen(Screen[None]):
             if self.updated_at is not None:
                 self.reload()
 
-    def _set_columns(self, wide: bool) -> None:
-        self._wide = wide
-        for table_id, columns in (
-            ("#tools-stats", TOOL_COLUMNS_WIDE if wide else TOOL_COLUMNS),
-            ("#tools-sessions", SESSION_COLUMNS_WIDE if wide else SESSION_COLUMNS),
-        ):
-            table = self.query_one(table_id, DataTable)
-            table.clear(columns=True)
-            for label in columns:
-                table.add_column(
-                    Text(label, justify="right") if label in NUMERIC_COLUMNS else label, key=label
-                )
-
     # -- data ------------------------------------------------------------------------------------
 
     def _tick(self) -> None:
-        stuck = time.monotonic() - self._busy_since > STUCK_SECONDS
-        if self._busy_generation is None or stuck:
+        """Ask again, unless the last question is still out (and not stuck)."""
+        waiting = self._fetching is not None and not self._fetching.is_finished
+        if not waiting or time.monotonic() - self._asked_at > STUCK_SECONDS:
             self.reload()
 
     def reload(self) -> None:
-        """Ask the store now (for the current window and sort)."""
-        self._busy_generation = self._generation
-        self._busy_since = time.monotonic()
-        self._fetch(self._generation, self.window, self.sort)
+        """Ask the store now (for the current window and sort); a question still out is dropped."""
+        self._asked_at = time.monotonic()
+        self._fetching = self._fetch(self.window, self.sort)
 
-    @work(thread=True, group="tools-view")
-    def _fetch(self, generation: int, window: str, sort: str) -> None:
-        outcome: tuple[str, Any, Any]
+    @work(thread=True, exclusive=True, group="tools-view")
+    def _fetch(self, window: str, sort: str) -> None:
+        """Both queries, answered as one message; never raises (a store away is a `problem`)."""
+        worker = get_current_worker()
         try:
             tools = self.history.query(*tools_query(window, sort))
-            sessions = self.history.query(*sessions_query(window)) if "error" not in tools else {}
+            sessions: dict[str, Any] = {}
+            if "error" not in tools and not worker.is_cancelled:
+                sessions = self.history.query(*sessions_query(window))
             error = tools.get("error") or sessions.get("error")
         except Exception as exc:  # OSError, LookupError, a timeout: never a traceback on screen
-            reason = one_line(exc) or type(exc).__name__
-            outcome = ("unreachable", reason, None)
+            answer = self.Answered(
+                window, sort, problem=f"unreachable: {one_line(exc) or type(exc).__name__}"
+            )
         else:
-            outcome = ("error", one_line(error), None) if error else ("ok", tools, sessions)
-        if get_current_worker().is_cancelled:
-            return
-        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-            self.app.call_from_thread(self._answer, generation, *outcome)
+            answer = (
+                self.Answered(window, sort, problem=f"error: {one_line(error)}")
+                if error
+                else self.Answered(window, sort, records(tools), records(sessions))
+            )
+        if not worker.is_cancelled:  # a newer question was asked meanwhile
+            with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                self.post_message(answer)
 
-    def _answer(self, generation: int, kind: str, first: Any, second: Any) -> None:
-        if generation == self._busy_generation:
-            self._busy_generation = None
-        if generation != self._generation or not self.is_attached:
-            return
-        every = f"retrying every {self.refresh_seconds:g}s"
-        if kind == "unreachable":
-            self._set_status(f"store unreachable: {first}; {every}", error=True)
-        elif kind == "error":
-            self._set_status(f"store error: {first}; {every}", error=True)
+    @on(Answered)
+    def _show_answer(self, answer: Answered) -> None:
+        if (answer.window, answer.sort) != (self.window, self.sort):
+            return  # asked before the window or sort changed: not what the titles say
+        if answer.problem:
+            self._set_status(f"store {answer.problem}; retrying every {self.refresh_seconds:g}s", error=True)
         else:
-            self.tool_rows = records(first)
-            self.session_rows = records(second)
+            self.tool_rows, self.session_rows = answer.tools, answer.sessions
             self.updated_at = self.clock()
             self._set_status("", error=False)
             self._paint_tables()
@@ -242,14 +240,20 @@ class ToolsScreen(Screen[None]):
         tool = max(16, min(40, spare // 3))
         return tool, max(20, spare - tool)
 
-    def _fill(self, table_id: str, rows: list[dict[str, Text]]) -> None:
-        """Replace a table's rows (cells for its current columns), the cursor kept on its row number."""
+    def _fill(self, table_id: str, labels: Sequence[str], rows: list[dict[str, Text]]) -> None:
+        """Replace a table's columns and rows, the cursor kept on its row number.
+
+        Each column is as wide as its widest cell, measured here: DataTable measures new rows only
+        when it is next idle, and keeps the lines it drew before that with the columns too narrow.
+        """
         table = self.query_one(table_id, DataTable)
         cursor = table.cursor_row
-        table.clear()
-        keys = [str(key.value) for key in table.columns]
-        for cells in rows:
-            table.add_row(*(cells[key] for key in keys))
+        table.clear(columns=True)
+        for label in labels:
+            width = max([Text(label).cell_len, *(row[label].cell_len for row in rows)])
+            header = Text(label, justify="right") if label in NUMERIC_COLUMNS else Text(label)
+            table.add_column(header, width=width, key=label)
+        table.add_rows([[row[label] for label in labels] for row in rows])
         if rows:
             table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
 
@@ -257,7 +261,9 @@ class ToolsScreen(Screen[None]):
         colors = self._colors()
         name_width, error_width = self._widths()
         self._fill(
-            "#tools-stats", [tool_cells(row, colors, name_width, error_width) for row in self.tool_rows]
+            "#tools-stats",
+            TOOL_COLUMNS_WIDE if self._wide else TOOL_COLUMNS,
+            [tool_cells(row, colors, name_width, error_width) for row in self.tool_rows],
         )
         pane = self.query_one("#tools-stats-pane", Vertical)
         pane.border_title = f"tools · calls started {window_phrase(self.window)}"
@@ -269,6 +275,7 @@ class ToolsScreen(Screen[None]):
         session_width = 36 if self.size.width >= FULL_SESSION_AT else 8
         self._fill(
             "#tools-sessions",
+            SESSION_COLUMNS_WIDE if self._wide else SESSION_COLUMNS,
             [session_cells(row, colors, now, agent_width, session_width) for row in self.session_rows],
         )
         pane = self.query_one("#tools-sessions-pane", Vertical)
@@ -284,9 +291,8 @@ class ToolsScreen(Screen[None]):
             self.app.pop_screen()
 
     def action_window(self, window: str) -> None:
-        if window not in WINDOWS:
-            return
-        self._switch(window=window)
+        if window in WINDOWS:
+            self._switch(window=window)
 
     def action_cycle_window(self) -> None:
         self._switch(window=WINDOW_ORDER[(WINDOW_ORDER.index(self.window) + 1) % len(WINDOW_ORDER)])
@@ -298,14 +304,11 @@ class ToolsScreen(Screen[None]):
         self.reload()
 
     def _switch(self, *, window: str | None = None, sort: str | None = None) -> None:
-        changed = (window is not None and window != self.window) or (sort is not None and sort != self.sort)
-        self.window = window or self.window
-        self.sort = sort or self.sort
-        if changed:
-            self._generation += 1
-        if window is not None and changed:
+        if window is not None and window != self.window:
+            self.window = window
             self.tool_rows, self.session_rows = [], []  # not the old window's rows under the new title
-            self._set_status(f"asking the store ({WINDOWS[self.window].label}) ...", error=False)
+            self._set_status(f"asking the store ({WINDOWS[window].label}) ...", error=False)
+        self.sort = sort or self.sort
         self._paint_title()
         self._paint_tables()  # the titles say the new window while its answer comes
         self.reload()
