@@ -1,7 +1,10 @@
-"""How agentwatch writes sizes, durations, ages and cut text for a person: one set of rules for
-the commands and the dashboard alike. Standard library only."""
+"""How agentwatch writes sizes, durations, ages, times and cut text for a person: one set of rules
+for the commands and the dashboard alike. Standard library only."""
 
 from __future__ import annotations
+
+import datetime as dt
+import time
 
 
 def human_bytes(n: float) -> str:
@@ -13,8 +16,12 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+# --- time spans ---------------------------------------------------------------------------------
+
+
 def ago(seconds: float) -> str:
-    """A coarse age for a status line: 45s, 12m, 3.5h, 2.0d."""
+    """A coarse age for a sentence of a status report: 45s, 12m, 3.5h, 2.0d (a tenth of an hour
+    or day says more than a whole one where there is room for it)."""
     if seconds < 90:
         return f"{seconds:.0f}s"
     if seconds < 5400:
@@ -24,8 +31,89 @@ def ago(seconds: float) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
+def age(seconds: float | None, unknown: str = "-") -> str:
+    """How long ago or how long for, in a narrow column: 5s, 12m, 3h, 2d; `unknown` when unknown."""
+    if seconds is None or isinstance(seconds, bool):
+        return unknown
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+def duration(ms: float | None, unknown: str = "-") -> str:
+    """A duration given in milliseconds: 850ms, 3.4s, 42s, 2m05s, 1h02m, 3d04h; `unknown` when unknown."""
+    if ms is None or isinstance(ms, bool):
+        return unknown
+    ms = max(0.0, float(ms))
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    seconds = ms / 1000
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def rate(pct: float | None) -> str:
+    """A percentage with one decimal: 14.3%; '-' when there is none (nothing to divide by)."""
+    if pct is None or isinstance(pct, bool):
+        return "-"
+    return f"{float(pct):.1f}%"
+
+
+# --- moments ------------------------------------------------------------------------------------
+
+
+def clock(at: float) -> str:
+    """The time of day of a Unix time, in UTC: 14:03:27."""
+    return time.strftime("%H:%M:%S", time.gmtime(at))
+
+
+def day_time(at: dt.datetime | None, now: float) -> str:
+    """A moment in UTC: HH:MM:SS when it is on the day of `now`, MM-DD HH:MM before; '-' when unknown."""
+    if at is None:
+        return "-"
+    today = dt.datetime.fromtimestamp(now, dt.UTC).date()
+    at = at.astimezone(dt.UTC)
+    return at.strftime("%H:%M:%S") if at.date() == today else at.strftime("%m-%d %H:%M")
+
+
+# --- text ---------------------------------------------------------------------------------------
+
+
 def truncate(text: str, width: int) -> str:
-    """`text` in at most `width` characters, an ellipsis marking a cut."""
+    """`text` in at most `width` characters, an ellipsis marking a cut at the end."""
     if width <= 0:
         return ""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` in at most `width` characters, the middle replaced by an ellipsis: both ends of a
+    name such as mcp__server__action say something."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if width < 6:
+        return truncate(text, width)
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + text[-tail:]
+
+
+def one_line(text: object, limit: int = 200) -> str:
+    """Any text on one line, runs of whitespace as one space, at most `limit` characters (an
+    error message or a traceback told in a status line or a table cell)."""
+    return " ".join(str(text or "").split())[:limit]

@@ -9,12 +9,18 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pytest
+from textual.binding import Binding
 from textual.widgets import Static
 
 from agentwatch.contract import envelopes_from_stdin
-from agentwatch.tui.app import AgentwatchApp, EventScreen, HelpScreen
+from agentwatch.tui import app as app_module
+from agentwatch.tui import common, help, table, tools_view, views
+from agentwatch.tui.app import SIDE_BY_SIDE_WIDTH, AgentwatchApp, EventScreen, HelpScreen
 from agentwatch.tui.sources import Deliver, Status
 from agentwatch.tui.table import Table
+from agentwatch.tui.tools_view import ToolsScreen
+from agentwatch.tui.views import AgentScreen, TeamScreen
 
 BASE = 1_795_000_000.0  # a fixed moment: the clock the app sees is fixed too
 SESSION = "5e55105e-1111-4000-8000-000000000000"
@@ -274,3 +280,64 @@ async def test_an_agent_filter_narrows_the_roster_too() -> None:
         assert {r[1] for r in feed_rows(app)} == {"reviewer"}
         app.query_one("#filter").value = ""  # type: ignore[attr-defined]
         await until(pilot, lambda: len(roster_rows(app)) == 3)
+
+
+async def help_text(app: AgentwatchApp, pilot: Any) -> str:
+    await pilot.press("question_mark")
+    await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+    return str(app.screen.query_one("#help-text", Static).render())
+
+
+async def test_the_help_lists_every_binding_of_the_live_view_and_the_other_screens() -> None:
+    app = make_app(team_traffic())
+    async with app.run_test(size=(200, 60)) as pilot:
+        await painted(pilot, app, 7)
+        text = await help_text(app, pilot)
+        # The live view: a line a key, "keys  description  tooltip" (keys of one description as a/b).
+        lines = [line.split(maxsplit=1) for line in text.splitlines() if line.startswith("  ")]
+        for binding in Binding.make_bindings([*AgentwatchApp.BINDINGS, *Table.BINDINGS]):
+            key = app.get_key_display(binding)
+            assert any(
+                key in (keys, *keys.split("/"))
+                and rest.startswith(binding.description)
+                and binding.tooltip in rest
+                for keys, rest in lines
+            ), f"{binding.key} ({binding.description}) is not in the help"
+        # The other screens: "keys description · keys description ..." under their titles.
+        items = [item.split(" ", 1) for line in text.splitlines() for item in line.strip().split(" · ")]
+        shown = {(key, words[0]) for keys, *words in items if words for key in (keys, *keys.split("/"))}
+        for screen in (AgentScreen, TeamScreen, ToolsScreen):
+            for binding in Binding.make_bindings(screen.BINDINGS):
+                key = app.get_key_display(binding)
+                assert (key, binding.description) in shown, (
+                    f"{screen.__name__}: {binding.key} is not in the help"
+                )
+
+
+def test_help_screen_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(
+        make_app(team_traffic()), terminal_size=(100, 50), press=["question_mark"], run_before=_settle
+    )
+
+
+async def test_the_help_says_where_the_roster_is_at_every_width() -> None:
+    app = make_app([])
+    async with app.run_test(size=(120, 60)) as pilot:
+        text = " ".join((await help_text(app, pilot)).split())
+        assert "(left)" not in text and "(right)" not in text
+        assert f"beside the feed on terminals of {SIDE_BY_SIDE_WIDTH} columns or more, above it" in text
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+@pytest.mark.parametrize(
+    "module", [app_module, common, help, table, tools_view, views], ids=lambda m: m.__name__
+)
+def test_every_key_binding_says_what_it_does(module: Any) -> None:
+    """The footer, the key bar and the help show the descriptions: none may be empty."""
+    classes = [c for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__]
+    bound = [c for c in classes if "BINDINGS" in vars(c)]
+    assert bound, f"{module.__name__} binds no key: the list of modules is out of date"
+    for cls in bound:
+        for binding in Binding.make_bindings(vars(cls)["BINDINGS"]):
+            assert binding.description.strip(), f"{cls.__name__}: {binding.key} has no description"

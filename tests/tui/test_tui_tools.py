@@ -1,5 +1,5 @@
-"""The "Tools and history" view: its SQL against the real schema on embedded ClickHouse, and the
-screen driven through Textual's pilot over a deterministic fake store."""
+"""The "Tools and history" view: its queries (store/queries.py) against the real schema on
+embedded ClickHouse, and the screen driven through Textual's pilot over a deterministic fake store."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,20 +15,17 @@ from clickhouse_connect.driver.client import Client
 from textual.app import App
 from textual.widgets import DataTable, Static
 
+import agentwatch.tui
 from agentwatch.contract import encode_envelope, envelopes_from_stdin
+from agentwatch.store import queries
 from agentwatch.store.migrations import apply_migrations
+from agentwatch.store.queries import SESSIONS_LIMIT, Query
 from agentwatch.store.writes import insert_batch
-from agentwatch.tui.common import format_duration
-from agentwatch.tui.tools_view import (
-    SESSIONS_LIMIT,
-    WINDOW_ORDER,
-    ToolsScreen,
-    format_start,
-    sessions_sql,
-    short_session,
-    shorten,
-    tool_stats_sql,
-)
+from agentwatch.tui.tools_rows import WINDOW_ORDER, sessions_query, tools_query
+from agentwatch.tui.tools_view import ToolsScreen
+
+# The dashboard's own stylesheet: the view's styles are there, not in the screen.
+STYLESHEET = Path(agentwatch.tui.__file__).with_name("agentwatch.tcss")
 
 # --- data in the real schema ------------------------------------------------------------------
 
@@ -115,8 +113,9 @@ def store(chdb_database: Client) -> Client:
     return chdb_database
 
 
-def run(client: Client, sql: str) -> list[dict[str, Any]]:
-    return list(client.query(sql).named_results())
+def run(client: Client, query: Query) -> list[dict[str, Any]]:
+    """The query as the store runs it: its values bound by ClickHouse."""
+    return list(client.query(query.sql, parameters=query.params).named_results())
 
 
 TOOL_KEYS = ("tool", "calls", "failures", "denied", "failure_pct", "p50_ms", "p95_ms", "max_ms", "unpaired")
@@ -136,7 +135,7 @@ EXPECTED_TOOLS = {
 
 @pytest.mark.parametrize("window", WINDOW_ORDER)
 def test_tool_stats_per_window(store: Client, window: str) -> None:
-    got = run(store, tool_stats_sql(window))
+    got = run(store, tools_query(window))
     assert [tuple(row[k] for k in TOOL_KEYS) for row in got] == EXPECTED_TOOLS[window]
     bash = got[0]
     assert bash["finished"] == 21, "the running call is not finished: the rate is over 21"
@@ -144,11 +143,11 @@ def test_tool_stats_per_window(store: Client, window: str) -> None:
 
 
 def test_tool_stats_sorts(store: Client) -> None:
-    by_rate = [row["tool"] for row in run(store, tool_stats_sql("all", "failure rate"))]
+    by_rate = [row["tool"] for row in run(store, tools_query("all", "failure rate"))]
     assert by_rate[0] == "Bash"
-    by_p95 = [row["tool"] for row in run(store, tool_stats_sql("all", "p95"))]
+    by_p95 = [row["tool"] for row in run(store, tools_query("all", "p95"))]
     assert by_p95 == ["Agent", "Bash", "WebFetch", "Read", "Grep"]
-    assert [row["tool"] for row in run(store, tool_stats_sql("all", "calls"))][:2] == ["Bash", "Read"]
+    assert [row["tool"] for row in run(store, tools_query("all", "calls"))][:2] == ["Bash", "Read"]
 
 
 SESSION_KEYS = (
@@ -176,50 +175,41 @@ EXPECTED_SESSIONS = {
 
 @pytest.mark.parametrize("window", WINDOW_ORDER)
 def test_sessions_per_window(store: Client, window: str) -> None:
-    got = run(store, sessions_sql(window))
+    got = run(store, sessions_query(window))
     assert [tuple(row[k] for k in SESSION_KEYS) for row in got] == EXPECTED_SESSIONS[window]
     seen = {row["session_id"]: row["seen_s"] for row in got}
     assert 55 <= seen[RUNNING] <= 120, "seconds since the running session's latest event"
-    assert sessions_sql(window).rstrip().endswith(f"LIMIT {SESSIONS_LIMIT}")
+    assert sessions_query(window).params == {
+        **({} if window == "all" else {"window_s": {"15m": 900, "1h": 3600, "1d": 86400}[window]}),
+        "limit": SESSIONS_LIMIT,
+    }
 
 
-def test_sql_takes_known_names_only() -> None:
+def test_the_view_offers_known_windows_and_sorts_only() -> None:
     for bad in ("2h", "1h; DROP TABLE events", ""):
         with pytest.raises(ValueError, match="unknown window"):
-            tool_stats_sql(bad)
+            tools_query(bad)
         with pytest.raises(ValueError, match="unknown window"):
-            sessions_sql(bad)
+            sessions_query(bad)
+        with pytest.raises(ValueError, match="unknown window"):
+            ToolsScreen(FakeStore(), window=bad)
     with pytest.raises(ValueError, match="unknown sort"):
-        tool_stats_sql("1h", "tool; --")
+        tools_query("1h", "tool; --")
 
 
-@pytest.mark.parametrize(
-    ("ms", "text"),
-    [
-        (None, "-"),
-        (0, "0ms"),
-        (120, "120ms"),
-        (999.4, "999ms"),
-        (1000, "1.0s"),
-        (3400, "3.4s"),
-        (42_000, "42s"),
-        (125_000, "2m05s"),
-        (6_590_000, "1h49m"),
-        (3 * 86_400_000 + 4 * 3_600_000, "3d04h"),
-    ],
-)
-def test_format_duration(ms: float | None, text: str) -> None:
-    assert format_duration(ms) == text
-
-
-def test_names_are_cut_sensibly() -> None:
-    assert short_session(RUNNING) == "5e55a000"
-    assert short_session(RUNNING, 36) == RUNNING
-    cut = shorten("mcp__github__create_pull_request", 16)
-    assert len(cut) == 16 and cut.startswith("mcp__gi") and cut.endswith("request") and "…" in cut
-    assert shorten("Bash", 16) == "Bash"
-    assert format_start("2026-11-22T03:37:45.193Z", NOW) == "03:37:45"
-    assert format_start("2026-11-21T23:59:00", NOW) == "11-21 23:59"
+def test_any_window_and_limit_are_bound_on_the_real_schema(store: Client) -> None:
+    """Not only the windows the view offers: ClickHouse binds any number of seconds, and the limit."""
+    two_hours = 2 * 3600 + 60  # the Agent call started 2 hours ago: in, unlike in the last hour
+    tools = [(row["tool"], row["calls"]) for row in run(store, queries.tool_stats(two_hours))]
+    assert tools == [("Bash", 22), ("Read", 3), ("Agent", 1)]
+    assert [row["tool"] for row in run(store, queries.tool_stats(two_hours, limit=1))] == ["Bash"]
+    three_hours = 3 * 3600 + 60  # the session that ended 2h50m ago: in
+    sessions = [row["session_id"] for row in run(store, queries.active_sessions(three_hours))]
+    assert sessions == [FAILED, RUNNING, IDLE, ENDED]
+    assert [row["session_id"] for row in run(store, queries.active_sessions(three_hours, limit=2))] == [
+        FAILED,
+        RUNNING,
+    ]
 
 
 # --- the screen, over a fake store ------------------------------------------------------------
@@ -252,15 +242,17 @@ class FakeStore:
     """Answers the two queries of the screen with fixed rows; can be made unreachable or failing."""
 
     def __init__(self) -> None:
-        self.sql: list[str] = []
+        self.asked: list[Query] = []
         self.unreachable: Exception | None = None
         self.error: str | None = None
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:  # noqa: ARG002
-        self.sql.append(sql)
-        return self.answer(sql)
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        query = Query(sql, dict(params) if params is not None else None)
+        self.asked.append(query)
+        return self.answer(query)
 
-    def answer(self, sql: str) -> dict[str, Any]:
+    def answer(self, query: Query) -> dict[str, Any]:
+        sql = query.sql
         if self.unreachable is not None:
             raise self.unreachable
         if self.error is not None:
@@ -272,7 +264,9 @@ class FakeStore:
 
 
 class Host(App[None]):
-    """A bare app with one line of its own, that opens the view on start."""
+    """A bare app with one line of its own and the dashboard's stylesheet, that opens the view on start."""
+
+    CSS_PATH = STYLESHEET
 
     def __init__(self, store: FakeStore, refresh_seconds: float = 5.0) -> None:
         super().__init__()
@@ -393,7 +387,7 @@ async def test_window_and_sort_keys_issue_the_matching_sql() -> None:
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, ToolsScreen)
-        assert store.sql[-2:] == [tool_stats_sql("1h"), sessions_sql("1h")]
+        assert store.asked[-2:] == [tools_query("1h"), sessions_query("1h")]
         for key, window, words in [
             ("1", "15m", "last 15 min"),
             ("3", "1d", "last day"),
@@ -401,19 +395,19 @@ async def test_window_and_sort_keys_issue_the_matching_sql() -> None:
         ]:
             await pilot.press(key)
             await settle(app, pilot)
-            assert store.sql[-2:] == [tool_stats_sql(window), sessions_sql(window)]
+            assert store.asked[-2:] == [tools_query(window), sessions_query(window)]
             assert words in text_of(screen, "#tools-title")
         await pilot.press("w")  # all -> 15m
         await settle(app, pilot)
-        assert store.sql[-2:] == [tool_stats_sql("15m"), sessions_sql("15m")]
+        assert store.asked[-2:] == [tools_query("15m"), sessions_query("15m")]
         await pilot.press("s")
         await settle(app, pilot)
-        assert store.sql[-2] == tool_stats_sql("15m", "failure rate")
+        assert store.asked[-2] == tools_query("15m", "failure rate")
         assert "sorted by failure rate" in text_of(screen, "#tools-title")
-        asked = len(store.sql)
+        asked = len(store.asked)
         await pilot.press("r")
         await settle(app, pilot)
-        assert len(store.sql) == asked + 2
+        assert len(store.asked) == asked + 2
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ToolsScreen)
@@ -434,10 +428,10 @@ async def test_store_errors_are_said_and_it_recovers() -> None:
         )
         assert shown(status) and status.has_class("-error")
         assert cells(screen, "#tools-stats") == []
-        asked = len(store.sql)
+        asked = len(store.asked)
         await pilot.pause(0.5)
         await settle(app, pilot)
-        assert len(store.sql) > asked, "it keeps asking"
+        assert len(store.asked) > asked, "it keeps asking"
 
         store.unreachable = None
         store.error = "Code: 60. DB::Exception: Unknown table expression identifier 'tool_calls'"
@@ -471,12 +465,14 @@ class SlowStore(FakeStore):
     def __init__(self) -> None:
         super().__init__()
         self.release = threading.Event()
+        self.held_answered = threading.Event()
 
-    def answer(self, sql: str) -> dict[str, Any]:
-        if sql == tool_stats_sql("1h"):
+    def answer(self, query: Query) -> dict[str, Any]:
+        result = super().answer(query)
+        if query == tools_query("1h"):
             self.release.wait(10)
-        result = super().answer(sql)
-        if "INTERVAL 15 MINUTE" in sql and "FROM tool_calls" in sql:
+            self.held_answered.set()
+        if query == tools_query("15m"):
             result = {**result, "rows": result["rows"][:1]}
         return result
 
@@ -488,14 +484,17 @@ async def test_a_late_answer_for_the_previous_window_is_dropped() -> None:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, ToolsScreen)
-        assert store.sql == [tool_stats_sql("1h")], "the hour's answer is held back"
+        assert store.asked == [tools_query("1h")], "the hour's answer is held back"
         await pilot.press("1")
         await pilot.pause(0.3)
         assert [r[0] for r in cells(screen, "#tools-stats")] == ["Bash"]
         store.release.set()
+        while not store.held_answered.is_set():
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
         await settle(app, pilot)
-        assert store.sql[-1] == sessions_sql("1h"), "the held query did finish"
-        assert [r[0] for r in cells(screen, "#tools-stats")] == ["Bash"], "but its rows are not shown"
+        assert [r[0] for r in cells(screen, "#tools-stats")] == ["Bash"], "its rows are not shown"
+        assert sessions_query("1h") not in store.asked, "nor is the rest of a dropped question asked"
         assert "last 15 min" in text_of(screen, "#tools-title")
 
 

@@ -226,3 +226,94 @@ COVERAGE_TOTAL = Query(
     "if(total_emitted = 0, NULL, round(100 * total_stored / total_emitted, 2)) AS total_pct "
     "FROM coverage AS c"
 )
+
+
+# --- the dashboard's tools and history view -----------------------------------------------------
+
+TOOLS_LIMIT = 500
+SESSIONS_LIMIT = 200
+
+# Sort name -> ORDER BY of `tool_stats` (its columns). ClickHouse binds values, not clauses: the
+# ORDER BY is not a value, so it is SQL text, picked by name from this fixed dict (a name not here
+# is refused), never text a person typed.
+TOOL_SORTS: dict[str, str] = {
+    "calls": "calls DESC, tool",
+    "failure rate": "failure_pct DESC NULLS LAST, failures DESC, calls DESC, tool",
+    "p95": "p95_ms DESC NULLS LAST, calls DESC, tool",
+}
+
+_TOOL_STATS_SQL = """\
+SELECT
+    tool,
+    count() AS calls,
+    countIf(status IN ('error', 'interrupted') OR error != '') AS failures,
+    countIf(status = 'denied') AS denied,
+    countIf(status != 'running') AS finished,
+    if(finished = 0, NULL, round(100 * failures / finished, 1)) AS failure_pct,
+    count(duration_ms) AS timed,
+    quantiles(0.5, 0.95)(duration_ms) AS q,
+    if(timed = 0, NULL, toInt64(round(q[1]))) AS p50_ms,
+    if(timed = 0, NULL, toInt64(round(q[2]))) AS p95_ms,
+    max(duration_ms) AS max_ms,
+    countIf(status IN ('running', 'orphan')) AS unpaired,
+    argMaxIf(error, coalesce(ended, started), error != '') AS last_error
+FROM tool_calls
+{where}GROUP BY tool
+ORDER BY {order}
+LIMIT {{limit:UInt32}}"""
+
+# The window is the last {window_s:UInt32} seconds. The IN list (cheap: events are ordered by
+# time) lets ClickHouse pair only the calls that had an event in the window; the second condition
+# keeps those that started in it (a result whose call was never seen counts from its result's time).
+_TOOLS_IN_WINDOW = """\
+WHERE (session_id, tool_use_id) IN (
+    SELECT session_id, tool_use_id FROM events
+    WHERE timestamp >= now64(3) - toIntervalSecond({window_s:UInt32}) AND tool_use_id != ''
+)
+  AND coalesce(started, ended) >= now64(3) - toIntervalSecond({window_s:UInt32})
+"""
+
+_SESSIONS_SQL = """\
+SELECT
+    session_id, agent, team, host, started, ended, end_reason, last_seen,
+    dateDiff('millisecond', started, coalesce(ended, last_seen)) AS duration_ms,
+    dateDiff('second', last_seen, now64(3)) AS seen_s,
+    events, tool_calls, errors, prompts, subagents, outcome
+FROM sessions
+{where}ORDER BY started DESC, session_id
+LIMIT {{limit:UInt32}}"""
+
+_SESSIONS_IN_WINDOW = """\
+WHERE session_id IN (
+    SELECT session_id FROM events
+    WHERE timestamp >= now64(3) - toIntervalSecond({window_s:UInt32}) AND session_id != ''
+)
+  AND last_seen >= now64(3) - toIntervalSecond({window_s:UInt32})
+"""
+
+
+def _window_params(window_s: int | None, limit: int) -> dict[str, Any]:
+    if window_s is None:
+        return {"limit": int(limit)}
+    if window_s <= 0:
+        raise ValueError(f"a window is a positive number of seconds, not {window_s!r}")
+    return {"window_s": int(window_s), "limit": int(limit)}
+
+
+def tool_stats(window_s: int | None, sort: str = "calls", limit: int = TOOLS_LIMIT) -> Query:
+    """One row per tool for the calls that started in the last `window_s` seconds (None: ever):
+    calls, failures (error or interrupted), denied, the failure rate over finished calls (running
+    ones left out), p50/p95/max duration in ms over the calls that have one, unpaired calls
+    (running: no result yet, orphan: no call seen) and the latest error text."""
+    if sort not in TOOL_SORTS:
+        raise ValueError(f"unknown sort {sort!r}: one of {', '.join(TOOL_SORTS)}")
+    where = "" if window_s is None else _TOOLS_IN_WINDOW
+    return Query(_TOOL_STATS_SQL.format(where=where, order=TOOL_SORTS[sort]), _window_params(window_s, limit))
+
+
+def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
+    """The sessions with an event in the last `window_s` seconds (None: ever), newest first (by
+    start), at most `limit`: the `sessions` view's columns, plus duration_ms (start to end, or to
+    the latest event while not ended) and seen_s (seconds since the latest event)."""
+    where = "" if window_s is None else _SESSIONS_IN_WINDOW
+    return Query(_SESSIONS_SQL.format(where=where), _window_params(window_s, limit))

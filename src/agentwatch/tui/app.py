@@ -23,10 +23,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
-from textual.widgets import Header, Input, Static
+from textual.widgets import Header, Input
 
+from agentwatch.format import age, clock
 from agentwatch.store import queries
-from agentwatch.tui.common import EventScreen, KeyBar, Line, Palette, age, clock
+from agentwatch.tui.common import EventScreen, KeyBar, Line, Palette
+from agentwatch.tui.help import HelpScreen
 from agentwatch.tui.model import Agent, Feed, FeedFilter, FeedLine, Roster, Team, sparkline
 from agentwatch.tui.sources import HistorySource, LiveSource, rows_as_envelopes
 from agentwatch.tui.table import Cell, Table
@@ -64,31 +66,19 @@ SHORT_EVENTS = {
 COMPACT_ROSTER_COLUMNS = (("agent", 20), ("state", 8), ("tool", 10), ("for", 4), ("calls", 5), ("err", 3))
 
 
-class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "Close")]
-
-    def compose(self) -> ComposeResult:
-        lines = [
-            "agentwatch: live activity of your agents",
-            "",
-            "Roster (left): one row per agent, subagents and teammates under their lead.",
-            "  state  working (a tool is running) · waiting (for permission) · thinking",
-            "         idle (turn over) · stopped (session ended) · failed (API error)",
-            "Feed (right): one line per event, newest at the bottom.",
-            "",
-            "  enter   open the selected event (feed) or agent (roster)",
-            "  a       the selected agent in detail: timeline, tool calls, prompts, errors",
-            "  t       the team: who messaged whom, tasks, idle teammates",
-            "  h       tools and history: durations and failure rates, sessions (from SQL)",
-            "  /       filter the feed (agent:NAME, tool:NAME, event:KIND, or free text);",
-            "          agent:NAME narrows the roster too",
-            "  f       follow the newest event on/off     p  pause/resume the feed",
-            "  s       cycle the roster's sort            tab  move between panes",
-            "  d       dark / light theme                 ctrl+p  command palette",
-            "  escape  back to the live view              q  quit (from the live view)",
-            "  ?       this help",
-        ]
-        yield Static("\n".join(lines), id="help-body")
+_COMPACT_NAMES = ", ".join(name for name, _ in COMPACT_ROSTER_COLUMNS)
+# What the help screen says of the live view, a paragraph a line (wrapped to the screen); its keys
+# come from the bindings themselves.
+ABOUT = (
+    "agentwatch: live activity of your agents",
+    "",
+    "Roster: one row per agent, subagents and teammates under their lead.",
+    "  state  working (a tool is running) · waiting (for permission) · thinking",
+    "         idle (turn over) · stopped (session ended) · failed (API error)",
+    "Feed: one line per event, newest at the bottom. agent:NAME in its filter narrows the roster too.",
+    f"The roster sits beside the feed on terminals of {SIDE_BY_SIDE_WIDTH} columns or more, above it on "
+    f"narrower ones; below {COMPACT_WIDTH} columns it shows only {_COMPACT_NAMES}.",
+)
 
 
 class AgentwatchApp(App[None]):
@@ -97,16 +87,20 @@ class AgentwatchApp(App[None]):
     TITLE = "agentwatch"
     CSS_PATH = "agentwatch.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("a", "agent_detail", "Agent"),
-        Binding("t", "team", "Team"),
-        Binding("h", "tools", "Tools"),
-        Binding("slash", "focus_filter", "Filter"),
-        Binding("f", "toggle_follow", "Follow"),
-        Binding("p", "toggle_pause", "Pause"),
-        Binding("s", "cycle_sort", "Sort"),
-        Binding("d", "toggle_dark", "Dark/light", show=False),
-        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit", tooltip="leave agentwatch"),
+        Binding(
+            "a", "agent_detail", "Agent", tooltip="the selected agent: timeline, tool calls, prompts, errors"
+        ),
+        Binding("t", "team", "Team", tooltip="who messaged whom, tasks, idle teammates"),
+        Binding("h", "tools", "Tools", tooltip="durations and failure rates of tools, sessions (from SQL)"),
+        Binding(
+            "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
+        ),
+        Binding("f", "toggle_follow", "Follow", tooltip="keep the newest event selected, on/off"),
+        Binding("p", "toggle_pause", "Pause", tooltip="hold the feed and roster still, on/off"),
+        Binding("s", "cycle_sort", "Sort", tooltip="the roster by " + ", ".join(SORTS) + ", in turn"),
+        Binding("d", "toggle_dark", "Dark/light", show=False, tooltip="the theme"),
+        Binding("question_mark", "help", "Help", tooltip="this help"),
     ]
 
     def __init__(
@@ -365,8 +359,8 @@ class AgentwatchApp(App[None]):
             "team": agent.team,
             "state": Text(agent.state, style=pal.state.get(agent.state, "")),
             "tool": agent.tool,
-            "for": age(agent.tool_running_for(now)),
-            "seen": age(now - agent.last_seen if agent.last_seen else None),
+            "for": age(agent.tool_running_for(now), unknown=""),
+            "seen": age(now - agent.last_seen if agent.last_seen else None, unknown=""),
             "calls": str(agent.tool_calls),
             "err": Text(str(agent.errors), style=pal.error if agent.errors else ""),
             "msg": str(agent.messages),
@@ -536,7 +530,11 @@ class AgentwatchApp(App[None]):
         self._dirty = True
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        from agentwatch.tui.tools_view import ToolsScreen
+
+        screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
+                   ("Tools and history", ToolsScreen.BINDINGS)]  # fmt: skip
+        self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS], screens))
 
 
 def run(live: LiveSource, history: HistorySource | None, theme: str | None = None) -> None:

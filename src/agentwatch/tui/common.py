@@ -1,9 +1,10 @@
-"""What the dashboard's screens share: formatting, colours from the theme, the event detail."""
+"""What the dashboard's screens share: colours from the theme, the event detail, the key bar.
+
+How numbers, times and text are worded is agentwatch/format.py's, shared with the commands."""
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -15,54 +16,6 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from agentwatch.tui.model import FAILED, IDLE, STOPPED, THINKING, WAITING, WORKING
-
-
-def format_duration(ms: float | int | None) -> str:
-    """A duration for people: 850ms, 3.4s, 42s, 2m05s, 1h02m, 3d04h; '-' when unknown."""
-    if ms is None or isinstance(ms, bool):
-        return "-"
-    ms = max(0.0, float(ms))
-    if ms < 1000:
-        return f"{ms:.0f}ms"
-    seconds = ms / 1000
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
-
-
-def format_age(seconds: float | int | None) -> str:
-    """How long ago, compact: 5s, 12m, 3h, 2d."""
-    if seconds is None or isinstance(seconds, bool):
-        return "-"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"
-
-
-def age(seconds: float | None) -> str:
-    """How long ago or how long for, in a narrow column: 45s, 12m, 3h; empty when unknown."""
-    return "" if seconds is None else format_age(seconds)
-
-
-def duration(seconds: float) -> str:
-    """A tool call's duration: 85ms, 3.4s, 2m05s."""
-    return format_duration(seconds * 1000)
-
-
-def clock(at: float) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(at))
 
 
 class Palette:

@@ -59,13 +59,19 @@ class Table(ScrollView, can_focus=True):
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "select", "Open", show=False),
-        Binding("up", "cursor(-1)", show=False),
-        Binding("down", "cursor(1)", show=False),
-        Binding("pageup", "page(-1)", show=False),
-        Binding("pagedown", "page(1)", show=False),
-        Binding("home", "jump(0)", show=False),
-        Binding("end", "jump(-1)", show=False),
+        Binding(
+            "enter",
+            "select",
+            "Open",
+            show=False,
+            tooltip="the selected event (feed) or agent (roster), in full",
+        ),
+        Binding("up", "cursor(-1)", "Row up/down", show=False),
+        Binding("down", "cursor(1)", "Row up/down", show=False),
+        Binding("pageup", "page(-1)", "Page up/down", show=False),
+        Binding("pagedown", "page(1)", "Page up/down", show=False),
+        Binding("home", "jump(0)", "First/last row", show=False),
+        Binding("end", "jump(-1)", "First/last row", show=False),
     ]
 
     class RowSelected(Message):

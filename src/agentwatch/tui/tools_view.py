@@ -1,315 +1,62 @@
 """The "Tools and history" view of the dashboard: per-tool statistics and recent sessions, from SQL
 over the store, over a window of time the user picks.
 
-The SQL comes from plain functions (`tool_stats_sql`, `sessions_sql`) that accept only the known
-window and sort names below, never text from the user, so they are tested as written against the
-real schema. The screen asks its HistorySource from a thread worker every few seconds while it is
-shown; a store that is away is said on screen and asked again at the next tick.
+The queries are store/queries.py's (`tool_stats`, `active_sessions`), asked for one of the known
+windows and sorts of tools_rows.py. While the screen is shown, a timer asks the HistorySource
+again every few seconds from a thread worker, which posts the answer as a message; its handler
+paints. A store that is away is said on screen and asked again at the next tick.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual import events, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
-from agentwatch.tui.common import Palette, format_age, format_duration
+from agentwatch.format import clock, one_line
+from agentwatch.store.queries import SESSIONS_LIMIT
+from agentwatch.tui.common import Palette
 from agentwatch.tui.sources import HistorySource
+from agentwatch.tui.tools_rows import (
+    FULL_SESSION_AT,
+    NUMERIC_COLUMNS,
+    SESSION_COLUMNS,
+    SESSION_COLUMNS_WIDE,
+    SORT_ORDER,
+    TOOL_COLUMNS,
+    TOOL_COLUMNS_WIDE,
+    WIDE_AT,
+    WINDOW_ORDER,
+    WINDOWS,
+    records,
+    session_cells,
+    sessions_query,
+    tool_cells,
+    tools_query,
+    window_phrase,
+    window_seconds,
+)
 
-# Window name -> (what the title says, the ClickHouse interval; None: no bound).
-WINDOWS: dict[str, tuple[str, str | None]] = {
-    "15m": ("last 15 min", "15 MINUTE"),
-    "1h": ("last hour", "1 HOUR"),
-    "1d": ("last day", "1 DAY"),
-    "all": ("all time", None),
-}
-WINDOW_ORDER: tuple[str, ...] = ("15m", "1h", "1d", "all")
-
-# Sort name -> ORDER BY of the per-tool query (columns of tool_stats_sql).
-TOOL_SORTS: dict[str, str] = {
-    "calls": "calls DESC, tool",
-    "failure rate": "failure_pct DESC NULLS LAST, failures DESC, calls DESC, tool",
-    "p95": "p95_ms DESC NULLS LAST, calls DESC, tool",
-}
-SORT_ORDER: tuple[str, ...] = ("calls", "failure rate", "p95")
-
-SESSIONS_LIMIT = 200
-TOOLS_LIMIT = 500
 REFRESH_SECONDS = 5.0
 # A fetch that has not answered after this long no longer holds back the next one.
 STUCK_SECONDS = 60.0
-# Screens at least this wide get the extra columns (team, last error, end reason, ...), and the
-# whole session id from FULL_SESSION_AT.
-WIDE_AT = 140
-FULL_SESSION_AT = 180
-
-
-# The tables' columns, narrow and wide (at least WIDE_AT cells).
-TOOL_COLUMNS = ("tool", "calls", "fail", "fail%", "p50", "p95", "max", "unpaired")
-TOOL_COLUMNS_WIDE = (
-    "tool",
-    "calls",
-    "fail",
-    "fail%",
-    "p50",
-    "p95",
-    "max",
-    "denied",
-    "unpaired",
-    "last error",
-)
-SESSION_COLUMNS = ("session", "agent", "start UTC", "dur", "events", "calls", "err", "outcome")
-SESSION_COLUMNS_WIDE = ("session", "agent", "team", "start UTC", "duration", "seen", "events", "calls", "err",
-                        "prompts", "subs", "outcome", "end reason")  # fmt: skip
-NUMERIC_COLUMNS = frozenset(
-    {"calls", "fail", "fail%", "p50", "p95", "max", "denied", "unpaired", "dur", "duration", "seen", "events",
-     "err", "prompts", "subs"}
-)  # fmt: skip
-
-
-def _interval(window: str) -> str | None:
-    if window not in WINDOWS:
-        raise ValueError(f"unknown window {window!r}: one of {', '.join(WINDOW_ORDER)}")
-    return WINDOWS[window][1]
-
-
-def window_phrase(window: str) -> str:
-    """'in the last hour', 'over all time': for titles."""
-    _interval(window)
-    return "over all time" if window == "all" else f"in the {WINDOWS[window][0]}"
-
-
-def tool_stats_sql(window: str, sort: str = "calls") -> str:
-    """One row per tool for the calls that started in the window (a result whose call was never
-    seen counts from its result's time): calls, failures (error or interrupted), denied, the
-    failure rate over finished calls (running ones left out), p50/p95/max duration in ms over the
-    calls that have one, unpaired calls (running: no result yet, orphan: no call seen) and the
-    latest error text."""
-    interval = _interval(window)
-    if sort not in TOOL_SORTS:
-        raise ValueError(f"unknown sort {sort!r}: one of {', '.join(SORT_ORDER)}")
-    where = ""
-    if interval is not None:
-        since = f"now64(3) - INTERVAL {interval}"
-        # The IN list (cheap: events are ordered by time) lets ClickHouse pair only the calls
-        # that had an event in the window; the second condition keeps those that started in it.
-        where = (
-            "WHERE (session_id, tool_use_id) IN (\n"  # noqa: S608 - `since` is from WINDOWS only
-            "    SELECT session_id, tool_use_id FROM events\n"
-            f"    WHERE timestamp >= {since} AND tool_use_id != ''\n"
-            ")\n"
-            f"  AND coalesce(started, ended) >= {since}\n"
-        )
-    return (
-        "SELECT\n"
-        "    tool,\n"
-        "    count() AS calls,\n"
-        "    countIf(status IN ('error', 'interrupted') OR error != '') AS failures,\n"
-        "    countIf(status = 'denied') AS denied,\n"
-        "    countIf(status != 'running') AS finished,\n"
-        "    if(finished = 0, NULL, round(100 * failures / finished, 1)) AS failure_pct,\n"
-        "    count(duration_ms) AS timed,\n"
-        "    quantiles(0.5, 0.95)(duration_ms) AS q,\n"
-        "    if(timed = 0, NULL, toInt64(round(q[1]))) AS p50_ms,\n"
-        "    if(timed = 0, NULL, toInt64(round(q[2]))) AS p95_ms,\n"
-        "    max(duration_ms) AS max_ms,\n"
-        "    countIf(status IN ('running', 'orphan')) AS unpaired,\n"
-        "    argMaxIf(error, coalesce(ended, started), error != '') AS last_error\n"
-        "FROM tool_calls\n"
-        f"{where}"
-        "GROUP BY tool\n"
-        f"ORDER BY {TOOL_SORTS[sort]}\n"
-        f"LIMIT {TOOLS_LIMIT}"
-    )
-
-
-def sessions_sql(window: str) -> str:
-    """The sessions with an event in the window, newest first (by start), at most SESSIONS_LIMIT:
-    the `sessions` view's columns, plus duration_ms (start to end, or to the latest event while
-    not ended) and seen_s (seconds since the latest event)."""
-    interval = _interval(window)
-    where = ""
-    if interval is not None:
-        since = f"now64(3) - INTERVAL {interval}"
-        where = (
-            "WHERE session_id IN (\n"  # noqa: S608 - `since` is from WINDOWS only
-            f"    SELECT session_id FROM events WHERE timestamp >= {since} AND session_id != ''\n"
-            ")\n"
-            f"  AND last_seen >= {since}\n"
-        )
-    return (
-        "SELECT\n"
-        "    session_id, agent, team, host, started, ended, end_reason, last_seen,\n"
-        "    dateDiff('millisecond', started, coalesce(ended, last_seen)) AS duration_ms,\n"
-        "    dateDiff('second', last_seen, now64(3)) AS seen_s,\n"
-        "    events, tool_calls, errors, prompts, subagents, outcome\n"
-        "FROM sessions\n"
-        f"{where}"
-        "ORDER BY started DESC, session_id\n"
-        f"LIMIT {SESSIONS_LIMIT}"
-    )
-
-
-# -- formatting ---------------------------------------------------------------------------------
-
-
-def format_rate(pct: float | int | None) -> str:
-    if pct is None or isinstance(pct, bool):
-        return "-"
-    return f"{float(pct):.1f}%"
-
-
-def shorten(text: str, width: int) -> str:
-    """Text that fits `width` cells: the middle replaced by an ellipsis (both ends of a tool name
-    such as mcp__server__action say something)."""
-    if width <= 0:
-        return ""
-    if len(text) <= width:
-        return text
-    if width < 6:
-        return text[: width - 1] + "…"
-    head = (width - 1) // 2
-    tail = width - 1 - head
-    return text[:head] + "…" + text[-tail:]
-
-
-def short_session(session_id: str, width: int = 8) -> str:
-    """A session id cut to `width` (a UUID's first group tells sessions apart)."""
-    if len(session_id) <= width:
-        return session_id
-    return session_id[:width]
-
-
-def parse_time(value: object) -> dt.datetime | None:
-    """A timestamp from a query row (ISO text from the query service, or a datetime), in UTC."""
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip().replace(" ", "T", 1)
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
-
-
-def format_start(value: object, now: float) -> str:
-    """HH:MM:SS for today (UTC), MM-DD HH:MM before."""
-    at = parse_time(value)
-    if at is None:
-        return "-"
-    today = dt.datetime.fromtimestamp(now, dt.UTC).date()
-    at = at.astimezone(dt.UTC)
-    return at.strftime("%H:%M:%S") if at.date() == today else at.strftime("%m-%d %H:%M")
-
-
-def records(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The rows of a query result as {column: value}."""
-    columns = [str(c) for c in result.get("columns") or []]
-    return [dict(zip(columns, row, strict=False)) for row in result.get("rows") or []]
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (int, float)):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(float(value))
-        except ValueError:
-            return 0
-    return 0
-
-
-def _num(value: object) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-def _one_line(text: object, limit: int = 200) -> str:
-    return " ".join(str(text or "").split())[:limit]
-
-
-# -- the screen ---------------------------------------------------------------------------------
 
 
 class ToolsScreen(Screen[None]):
-    """Per-tool statistics and recent sessions over a window of time, refreshed while shown.
-
-    Keys: 1/2/3/4 the window (15 min, hour, day, all), w cycles it, s cycles the tools' sort
-    (calls, failure rate, p95), r asks again now, escape or q goes back.
-    """
-
-    DEFAULT_CSS = """
-    ToolsScreen {
-        layout: vertical;
-    }
-    ToolsScreen #tools-title {
-        height: 1;
-        padding: 0 1;
-        background: $boost;
-        text-style: bold;
-    }
-    ToolsScreen #tools-status {
-        height: auto;
-        max-height: 3;
-        padding: 0 1;
-        color: $text-muted;
-    }
-    ToolsScreen #tools-status.-error {
-        color: $text-error;
-        background: $error-muted;
-        text-style: bold;
-    }
-    ToolsScreen #tools-status.-hidden {
-        display: none;
-    }
-    ToolsScreen .tools-pane {
-        height: 1fr;
-        min-height: 5;
-        border: round $primary 50%;
-        border-title-color: $text;
-        border-subtitle-color: $text-muted;
-    }
-    ToolsScreen .tools-pane:focus-within {
-        border: round $accent;
-    }
-    ToolsScreen #tools-sessions-pane {
-        height: 3fr;
-    }
-    ToolsScreen #tools-stats-pane {
-        height: 2fr;
-    }
-    ToolsScreen DataTable {
-        height: 1fr;
-        scrollbar-size-vertical: 1;
-    }
-    """
+    """Per-tool statistics and recent sessions over a window of time, refreshed while shown."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
@@ -323,6 +70,21 @@ class ToolsScreen(Screen[None]):
         Binding("r", "reload", "Refresh"),
     ]
 
+    class Answered(Message):
+        """The store's answer for a window and sort: its rows, or what went wrong (`problem`)."""
+
+        def __init__(
+            self,
+            window: str,
+            sort: str,
+            tools: list[dict[str, Any]] | None = None,
+            sessions: list[dict[str, Any]] | None = None,
+            problem: str = "",
+        ) -> None:
+            super().__init__()
+            self.window, self.sort, self.problem = window, sort, problem
+            self.tools, self.sessions = tools or [], sessions or []
+
     def __init__(
         self,
         history: HistorySource,
@@ -332,7 +94,7 @@ class ToolsScreen(Screen[None]):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
-        _interval(window)  # a known name, or ValueError
+        window_seconds(window)  # a known name, or ValueError
         self.history = history
         self.window = window
         self.sort = SORT_ORDER[0]
@@ -343,9 +105,8 @@ class ToolsScreen(Screen[None]):
         self.status_text = "asking the store ..."
         self.status_is_error = False
         self.updated_at: float | None = None
-        self._generation = 0  # bumped by a window or sort change: older answers are dropped
-        self._busy_generation: int | None = None  # the generation a fetch is running for
-        self._busy_since = 0.0
+        self._fetching: Worker[None] | None = None
+        self._asked_at = 0.0
         self._wide: bool | None = None
         self._timer: Timer | None = None
 
@@ -361,7 +122,7 @@ class ToolsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._set_columns(self.size.width >= WIDE_AT if self.size.width else False)
+        self._wide = self.size.width >= WIDE_AT if self.size.width else False
         self._paint()
         self._timer = self.set_interval(self.refresh_seconds, self._tick)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._paint_tables())
@@ -369,10 +130,8 @@ class ToolsScreen(Screen[None]):
         self.reload()
 
     def on_resize(self, event: events.Resize) -> None:
-        wide = event.size.width >= WIDE_AT
-        if wide != self._wide:
-            self._set_columns(wide)
-        self._paint_tables()  # names are cut to the new width
+        self._wide = event.size.width >= WIDE_AT
+        self._paint_tables()  # the columns for the width, names cut to it
 
     def on_screen_suspend(self) -> None:
         if self._timer is not None:
@@ -384,63 +143,51 @@ class ToolsScreen(Screen[None]):
             if self.updated_at is not None:
                 self.reload()
 
-    def _set_columns(self, wide: bool) -> None:
-        self._wide = wide
-        for table_id, columns in (
-            ("#tools-stats", TOOL_COLUMNS_WIDE if wide else TOOL_COLUMNS),
-            ("#tools-sessions", SESSION_COLUMNS_WIDE if wide else SESSION_COLUMNS),
-        ):
-            table = self.query_one(table_id, DataTable)
-            table.clear(columns=True)
-            for label in columns:
-                table.add_column(
-                    Text(label, justify="right") if label in NUMERIC_COLUMNS else label, key=label
-                )
-
     # -- data ------------------------------------------------------------------------------------
 
     def _tick(self) -> None:
-        stuck = time.monotonic() - self._busy_since > STUCK_SECONDS
-        if self._busy_generation is None or stuck:
+        """Ask again, unless the last question is still out (and not stuck)."""
+        waiting = self._fetching is not None and not self._fetching.is_finished
+        if not waiting or time.monotonic() - self._asked_at > STUCK_SECONDS:
             self.reload()
 
     def reload(self) -> None:
-        """Ask the store now (for the current window and sort)."""
-        self._busy_generation = self._generation
-        self._busy_since = time.monotonic()
-        self._fetch(self._generation, self.window, self.sort)
+        """Ask the store now (for the current window and sort); a question still out is dropped."""
+        self._asked_at = time.monotonic()
+        self._fetching = self._fetch(self.window, self.sort)
 
-    @work(thread=True, group="tools-view")
-    def _fetch(self, generation: int, window: str, sort: str) -> None:
-        tools_query, sessions_query = tool_stats_sql(window, sort), sessions_sql(window)
-        outcome: tuple[str, Any, Any]
+    @work(thread=True, exclusive=True, group="tools-view")
+    def _fetch(self, window: str, sort: str) -> None:
+        """Both queries, answered as one message; never raises (a store away is a `problem`)."""
+        worker = get_current_worker()
         try:
-            tools = self.history.query(tools_query)
-            sessions = self.history.query(sessions_query) if "error" not in tools else {}
+            tools = self.history.query(*tools_query(window, sort))
+            sessions: dict[str, Any] = {}
+            if "error" not in tools and not worker.is_cancelled:
+                sessions = self.history.query(*sessions_query(window))
             error = tools.get("error") or sessions.get("error")
         except Exception as exc:  # OSError, LookupError, a timeout: never a traceback on screen
-            reason = _one_line(exc) or type(exc).__name__
-            outcome = ("unreachable", reason, None)
+            answer = self.Answered(
+                window, sort, problem=f"unreachable: {one_line(exc) or type(exc).__name__}"
+            )
         else:
-            outcome = ("error", _one_line(error), None) if error else ("ok", tools, sessions)
-        if get_current_worker().is_cancelled:
-            return
-        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-            self.app.call_from_thread(self._answer, generation, *outcome)
+            answer = (
+                self.Answered(window, sort, problem=f"error: {one_line(error)}")
+                if error
+                else self.Answered(window, sort, records(tools), records(sessions))
+            )
+        if not worker.is_cancelled:  # a newer question was asked meanwhile
+            with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                self.post_message(answer)
 
-    def _answer(self, generation: int, kind: str, first: Any, second: Any) -> None:
-        if generation == self._busy_generation:
-            self._busy_generation = None
-        if generation != self._generation or not self.is_attached:
-            return
-        every = f"retrying every {self.refresh_seconds:g}s"
-        if kind == "unreachable":
-            self._set_status(f"store unreachable: {first}; {every}", error=True)
-        elif kind == "error":
-            self._set_status(f"store error: {first}; {every}", error=True)
+    @on(Answered)
+    def _show_answer(self, answer: Answered) -> None:
+        if (answer.window, answer.sort) != (self.window, self.sort):
+            return  # asked before the window or sort changed: not what the titles say
+        if answer.problem:
+            self._set_status(f"store {answer.problem}; retrying every {self.refresh_seconds:g}s", error=True)
         else:
-            self.tool_rows = records(first)
-            self.session_rows = records(second)
+            self.tool_rows, self.session_rows = answer.tools, answer.sessions
             self.updated_at = self.clock()
             self._set_status("", error=False)
             self._paint_tables()
@@ -460,10 +207,10 @@ class ToolsScreen(Screen[None]):
 
     def _paint_title(self) -> None:
         title = Text("Tools and history", style="bold")
-        title.append(f" · {WINDOWS[self.window][0]}")
+        title.append(f" · {WINDOWS[self.window].label}")
         title.append(f" · sorted by {self.sort}")
         if self.updated_at is not None:
-            stamp = time.strftime("%H:%M:%S", time.gmtime(self.updated_at))
+            stamp = clock(self.updated_at)
             title.append(f" · {'data from' if self.status_is_error else 'updated'} {stamp} UTC")
         self.query_one("#tools-title", Static).update(title)
 
@@ -493,69 +240,44 @@ class ToolsScreen(Screen[None]):
         tool = max(16, min(40, spare // 3))
         return tool, max(20, spare - tool)
 
-    def _paint_tools(self) -> None:
-        table = self.query_one("#tools-stats", DataTable)
-        colors = self._colors()
+    def _fill(self, table_id: str, labels: Sequence[str], rows: list[dict[str, Text]]) -> None:
+        """Replace a table's columns and rows, the cursor kept on its row number.
+
+        Each column is as wide as its widest cell, measured here: DataTable measures new rows only
+        when it is next idle, and keeps the lines it drew before that with the columns too narrow.
+        """
+        table = self.query_one(table_id, DataTable)
         cursor = table.cursor_row
-        table.clear()
+        table.clear(columns=True)
+        for label in labels:
+            width = max([Text(label).cell_len, *(row[label].cell_len for row in rows)])
+            header = Text(label, justify="right") if label in NUMERIC_COLUMNS else Text(label)
+            table.add_column(header, width=width, key=label)
+        table.add_rows([[row[label] for label in labels] for row in rows])
+        if rows:
+            table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+
+    def _paint_tools(self) -> None:
+        colors = self._colors()
         name_width, error_width = self._widths()
-        for row in self.tool_rows:
-            failures = _int(row.get("failures"))
-            unpaired = _int(row.get("unpaired"))
-            cells: dict[str, Any] = {
-                "tool": shorten(str(row.get("tool") or "(none)"), name_width),
-                "calls": _right(str(_int(row.get("calls")))),
-                "fail": _right(str(failures), colors["error"] if failures else None),
-                "fail%": _right(
-                    format_rate(_num(row.get("failure_pct"))), colors["error"] if failures else None
-                ),
-                "p50": _right(format_duration(_num(row.get("p50_ms")))),
-                "p95": _right(format_duration(_num(row.get("p95_ms")))),
-                "max": _right(format_duration(_num(row.get("max_ms")))),
-                "denied": _right(str(_int(row.get("denied")))),
-                "unpaired": _right(str(unpaired), colors["warning"] if unpaired else None),
-                "last error": shorten(_one_line(row.get("last_error")), error_width),
-            }
-            table.add_row(*(_plain(cells[str(key.value)]) for key in table.columns))
-        if self.tool_rows:
-            table.move_cursor(row=min(cursor, len(self.tool_rows) - 1), animate=False)
+        self._fill(
+            "#tools-stats",
+            TOOL_COLUMNS_WIDE if self._wide else TOOL_COLUMNS,
+            [tool_cells(row, colors, name_width, error_width) for row in self.tool_rows],
+        )
         pane = self.query_one("#tools-stats-pane", Vertical)
         pane.border_title = f"tools · calls started {window_phrase(self.window)}"
         pane.border_subtitle = f"{len(self.tool_rows)} tools" if self.tool_rows else "no tool calls"
 
     def _paint_sessions(self) -> None:
-        table = self.query_one("#tools-sessions", DataTable)
-        colors = self._colors()
-        outcome_style = {"failed": colors["error"], "running": colors["success"]}
-        cursor = table.cursor_row
-        table.clear()
-        now = self.clock()
+        colors, now = self._colors(), self.clock()
         agent_width = 20 if self._wide else 14
         session_width = 36 if self.size.width >= FULL_SESSION_AT else 8
-        for row in self.session_rows:
-            session = str(row.get("session_id") or "")
-            outcome = str(row.get("outcome") or "")
-            errors = _int(row.get("errors"))
-            duration = _right(format_duration(_num(row.get("duration_ms"))))
-            cells: dict[str, Any] = {
-                "session": short_session(session, session_width),
-                "agent": shorten(str(row.get("agent") or ""), agent_width),
-                "team": shorten(str(row.get("team") or ""), 16),
-                "start UTC": format_start(row.get("started"), now),
-                "dur": duration,
-                "duration": duration,
-                "seen": _right(format_age(_num(row.get("seen_s")))),
-                "events": _right(str(_int(row.get("events")))),
-                "calls": _right(str(_int(row.get("tool_calls")))),
-                "err": _right(str(errors), colors["error"] if errors else None),
-                "prompts": _right(str(_int(row.get("prompts")))),
-                "subs": _right(str(_int(row.get("subagents")))),
-                "outcome": Text(outcome, style=outcome_style.get(outcome, Style())),
-                "end reason": str(row.get("end_reason") or ""),
-            }
-            table.add_row(*(_plain(cells[str(key.value)]) for key in table.columns))
-        if self.session_rows:
-            table.move_cursor(row=min(cursor, len(self.session_rows) - 1), animate=False)
+        self._fill(
+            "#tools-sessions",
+            SESSION_COLUMNS_WIDE if self._wide else SESSION_COLUMNS,
+            [session_cells(row, colors, now, agent_width, session_width) for row in self.session_rows],
+        )
         pane = self.query_one("#tools-sessions-pane", Vertical)
         pane.border_title = f"sessions active {window_phrase(self.window)} · newest first"
         count = len(self.session_rows)
@@ -569,9 +291,8 @@ class ToolsScreen(Screen[None]):
             self.app.pop_screen()
 
     def action_window(self, window: str) -> None:
-        if window not in WINDOWS:
-            return
-        self._switch(window=window)
+        if window in WINDOWS:
+            self._switch(window=window)
 
     def action_cycle_window(self) -> None:
         self._switch(window=WINDOW_ORDER[(WINDOW_ORDER.index(self.window) + 1) % len(WINDOW_ORDER)])
@@ -583,23 +304,11 @@ class ToolsScreen(Screen[None]):
         self.reload()
 
     def _switch(self, *, window: str | None = None, sort: str | None = None) -> None:
-        changed = (window is not None and window != self.window) or (sort is not None and sort != self.sort)
-        self.window = window or self.window
-        self.sort = sort or self.sort
-        if changed:
-            self._generation += 1
-        if window is not None and changed:
+        if window is not None and window != self.window:
+            self.window = window
             self.tool_rows, self.session_rows = [], []  # not the old window's rows under the new title
-            self._set_status(f"asking the store ({WINDOWS[self.window][0]}) ...", error=False)
+            self._set_status(f"asking the store ({WINDOWS[window].label}) ...", error=False)
+        self.sort = sort or self.sort
         self._paint_title()
         self._paint_tables()  # the titles say the new window while its answer comes
         self.reload()
-
-
-def _right(text: str, style: Style | None = None) -> Text:
-    return Text(text, style=style or Style(), justify="right")
-
-
-def _plain(cell: Any) -> Any:
-    """Text from the store (tool names, errors, agents) is shown as is, never read as markup."""
-    return Text(cell) if isinstance(cell, str) else cell

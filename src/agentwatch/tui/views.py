@@ -17,8 +17,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
+from agentwatch.format import age, clock, duration
 from agentwatch.store import queries
-from agentwatch.tui.common import Palette, age, clock, duration, refill
+from agentwatch.tui.common import Palette, refill
 from agentwatch.tui.model import (
     TIMELINE_MAX,
     Agent,
@@ -181,7 +182,7 @@ class AgentScreen(TablesScreen):
                 (
                     clock(c.start),
                     c.tool,
-                    duration(c.duration(now)),
+                    duration(c.duration(now) * 1000),
                     Text(c.status, style=pal.status.get(c.status, "")),
                     c.error or c.text,
                 )
@@ -213,7 +214,7 @@ class AgentScreen(TablesScreen):
                     Text(c.state, style=pal.state.get(c.state, "")),
                     str(c.tool_calls),
                     Text(str(c.errors), style=pal.error if c.errors else ""),
-                    age(now - c.last_seen if c.last_seen else None),
+                    age(now - c.last_seen if c.last_seen else None, unknown=""),
                     sparkline(list(c.activity)[-12:]),
                 )
                 for c in children
