@@ -43,6 +43,11 @@ FULL_COLLECTION_SECONDS = 20.0
 FULL_COLLECTION_NEVER = 1_000_000
 # Seconds live events wait for the history before they are shown anyway.
 HISTORY_PATIENCE = 5.0
+# How often the history is asked again while the store does not answer (a dashboard opened
+# before `agentwatch up` gets its history once the store is there).
+HISTORY_RETRY_SECONDS = 3.0
+# What an empty dashboard says: nothing has arrived, and how to make something arrive.
+EMPTY_HINT = "no events yet: register the hook with `agentwatch hooks install`, or try `agentwatch demo`"
 REPAINT_SECONDS = 0.25
 SORTS = ("state", "recent", "name", "errors")
 # Agents offered one by one in the command palette (the busiest-looking first).
@@ -76,9 +81,27 @@ ABOUT = (
     "  state  working (a tool is running) · waiting (for permission) · thinking",
     "         idle (turn over) · stopped (session ended) · failed (API error)",
     "Feed: one line per event, newest at the bottom. agent:NAME in its filter narrows the roster too.",
+    "Filter (/): Enter applies it and returns to the feed; Escape clears it, Escape again leaves it.",
     f"The roster sits beside the feed on terminals of {SIDE_BY_SIDE_WIDTH} columns or more, above it on "
     f"narrower ones; below {COMPACT_WIDTH} columns it shows only {_COMPACT_NAMES}.",
 )
+
+
+class FilterInput(Input):
+    """The feed's filter box: Enter applies it and returns to the feed; Escape clears it, or
+    leaves it when it is empty."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape", "leave", "Clear", tooltip="clear the filter; on an empty one, back to the feed"
+        ),
+    ]
+
+    def action_leave(self) -> None:
+        if self.value:
+            self.value = ""
+        else:
+            self.screen.query_one("#feed").focus()
 
 
 class AgentwatchApp(App[None]):
@@ -154,7 +177,7 @@ class AgentwatchApp(App[None]):
             with Vertical(id="roster-pane"):
                 yield Table(id="roster")
             with Vertical(id="feed-pane"):
-                yield Input(placeholder="filter: agent:NAME tool:NAME event:KIND or text", id="filter")
+                yield FilterInput(placeholder="filter: agent:NAME tool:NAME event:KIND or text", id="filter")
                 yield Table(id="feed")
         yield KeyBar()
 
@@ -213,17 +236,26 @@ class AgentwatchApp(App[None]):
 
     @work(thread=True, exclusive=True, group="history")
     def load_history(self) -> None:
+        """Ask the store for the recent history; asked again every HISTORY_RETRY_SECONDS until
+        it answers (live events flow meanwhile, and are put back in time order after it)."""
         assert self.history is not None
         try:
             result = self.history.query(*queries.recent_events(self.history_rows))
         except Exception as exc:
-            self.call_from_thread(self._store_status, f"store unreachable ({exc}); showing live events only")
+            reason = " ".join(str(exc).split())[:160]
+            self.call_from_thread(
+                self._history_failed, f"store unreachable ({reason}); showing live events only"
+            )
             return
         if "error" in result:
-            self.call_from_thread(self._store_status, f"store error: {str(result['error'])[:120]}")
+            self.call_from_thread(self._history_failed, f"store error: {str(result['error'])[:120]}")
             return
         envelopes = rows_as_envelopes(result)
         self.call_from_thread(self._apply_history, envelopes)
+
+    def _history_failed(self, text: str) -> None:
+        self._store_status(f"{text}; retrying")
+        self.set_timer(HISTORY_RETRY_SECONDS, self.load_history)
 
     def _stop_waiting_for_history(self) -> None:
         if not self._history_done:
@@ -241,9 +273,19 @@ class AgentwatchApp(App[None]):
         self.team.apply(env)
 
     def _apply_history(self, envelopes: list[dict[str, Any]]) -> None:
+        """The stored history, then what came live before it: states follow time order."""
+        live = self.feed.lines()
+        if live:  # the history came late: start again from it
+            self.feed, self.roster, self.team = Feed(self.feed.maxlen), Roster(self.roster.max_agents), Team()
+        stored = set()
         for env in envelopes:
             self.apply(env)
-            self._history_ids.add(str(env.get("id", "")))
+            stored.add(str(env.get("id", "")))
+        for line in live:
+            env = line.full()
+            if str(env.get("id", "")) not in stored:
+                self.apply(env, line.raw)
+        self._history_ids |= stored
         self.store_text = f"store: {len(envelopes)} recent events loaded"
         self._history_done = True
         self._dirty = True
@@ -338,8 +380,12 @@ class AgentwatchApp(App[None]):
         if self.roster.evicted:
             extra.append(f"{self.roster.evicted} finished agents forgotten (over {self.roster.max_agents})")
         bus.append(
-            f"   {self.store_text}   {len(self.roster)} agents · {self.feed.total} events", style="dim"
+            f"   {self.store_text}   {len(self.roster)} agents · {self.feed.total} events"
+            f" · sorted by {self.sort}",
+            style="dim",
         )
+        if not self.feed.total and self._history_done:
+            bus.append(f"   {EMPTY_HINT}", style=f"bold {pal.status['running']}")
         if extra:
             bus.append("   " + " · ".join(extra), style=f"bold {pal.status['running']}")
         self._main_query("#status", Line).show(bus)
@@ -399,6 +445,11 @@ class AgentwatchApp(App[None]):
         ]
 
     # -- interaction -------------------------------------------------------------------------
+
+    @on(Input.Submitted, "#filter")
+    def filter_applied(self) -> None:
+        """Enter: the filter stays applied and the keys go back to the feed."""
+        self.query_one("#feed", Table).focus()
 
     @on(Input.Changed, "#filter")
     def filter_changed(self, event: Input.Changed) -> None:
@@ -534,7 +585,7 @@ class AgentwatchApp(App[None]):
 
         screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
                    ("Tools and history", ToolsScreen.BINDINGS)]  # fmt: skip
-        self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS], screens))
+        self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS], screens))
 
 
 def run(live: LiveSource, history: HistorySource | None, theme: str | None = None) -> None:
