@@ -225,16 +225,16 @@ TOOL_ROWS = [
 ]
 SESSION_COLUMNS = ["session_id", "agent", "team", "host", "started", "ended", "end_reason", "last_seen",
                    "duration_ms", "seen_s", "events", "tool_calls", "errors", "prompts", "subagents",
-                   "outcome"]  # fmt: skip
+                   "outcome", "coverage_pct"]  # fmt: skip
 SESSION_ROWS = [
     [FAILED, "main-b0b0f000", "session-b0b0f000", "host-1", "2026-11-22T01:00:00Z", None, "",
-     "2026-11-22T01:01:00Z", 60_000, 1140, 3, 0, 1, 1, 0, "failed"],
+     "2026-11-22T01:01:00Z", 60_000, 1140, 3, 0, 1, 1, 0, "failed", 100.0],
     [RUNNING, "main-5e55a000", "session-5e55a000", "host-1", "2026-11-22T00:40:00Z", None, "",
-     "2026-11-22T01:19:00Z", 2_340_000, 60, 50, 24, 3, 1, 0, "running"],
+     "2026-11-22T01:19:00Z", 2_340_000, 60, 50, 24, 3, 1, 0, "running", 92.5],
     [IDLE, "researcher-with-a-long-name", "alpha", "host-2", "2026-11-21T23:20:00Z", None, "",
-     "2026-11-22T01:11:00Z", 6_660_000, 540, 4, 1, 0, 1, 2, "idle"],
+     "2026-11-22T01:11:00Z", 6_660_000, 540, 4, 1, 0, 1, 2, "idle", None],
     [ENDED, "main-c0c0e000", "session-c0c0e000", "host-1", "2026-11-21T22:20:00Z", "2026-11-21T22:30:00Z",
-     "logout", "2026-11-21T22:30:00Z", 600_000, 10_200, 5, 1, 0, 1, 0, "ended"],
+     "logout", "2026-11-21T22:30:00Z", 600_000, 10_200, 5, 1, 0, 1, 0, "ended", 99.8],
 ]  # fmt: skip
 
 
@@ -326,13 +326,13 @@ async def test_tables_at_80x24() -> None:
             ["Task", "1", "0", "-", "-", "-", "-", "1"],
         ]
         assert labels(screen, "#tools-sessions") == [
-            "session", "agent", "start UTC", "dur", "events", "calls", "err", "outcome",
+            "session", "agent", "start UTC", "dur", "events", "calls", "err", "cov%", "outcome",
         ]  # fmt: skip
         assert cells(screen, "#tools-sessions") == [
-            ["b0b0f000", "main-b0b0f000", "01:00:00", "1m00s", "3", "0", "1", "failed"],
-            ["5e55a000", "main-5e55a000", "00:40:00", "39m00s", "50", "24", "3", "running"],
-            ["d0d0d000", "resear…ng-name", "11-21 23:20", "1h51m", "4", "1", "0", "idle"],
-            ["c0c0e000", "main-c0c0e000", "11-21 22:20", "10m00s", "5", "1", "0", "ended"],
+            ["b0b0f000", "main…0f000", "01:00:00", "1m00s", "3", "0", "1", "100", "failed"],
+            ["5e55a000", "main…5a000", "00:40:00", "39m00s", "50", "24", "3", "92", "running"],
+            ["d0d0d000", "rese…-name", "11-21 23:20", "1h51m", "4", "1", "0", "-", "idle"],
+            ["c0c0e000", "main…0e000", "11-21 22:20", "10m00s", "5", "1", "0", "99", "ended"],
         ]
         title = text_of(screen, "#tools-title")
         assert "last hour" in title and "sorted by calls" in title and "updated 01:20:00 UTC" in title

@@ -16,6 +16,7 @@ from agentwatch.tui.model import (
     WORKING,
     Feed,
     FeedFilter,
+    FeedLine,
     Roster,
     Team,
     conversation,
@@ -295,3 +296,28 @@ def test_a_line_from_raw_json_keeps_bytes_and_plain_values_out_of_the_collectors
     assert line.headline().envelope is line.envelope, "nothing copied for the agent's timeline"
     hostile = FeedLine.of({**json.loads(raw), "text": {"not": "a string"}}, raw)
     assert not gc.is_tracked(hostile.envelope) and hostile.envelope["text"] == "{'not': 'a string'}"
+
+
+def test_a_tool_calls_duration_is_claude_codes_own_where_it_said() -> None:
+    """The agent view shows what the feed shows: Claude Code's duration_ms, not the time between
+    two hook runs (which includes their start-up)."""
+    call = {"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": "Bash",
+            "tool_input": {"command": "make"}, "tool_use_id": "toolu_d1"}  # fmt: skip
+    done = dict(call, hook_event_name="PostToolUse", tool_response={"stdout": ""}, duration_ms=1234)
+    (_, pre), *_ = envelopes_from_stdin(json.dumps(call).encode(), {}, now=1000.0)
+    (_, post), *_ = envelopes_from_stdin(json.dumps(done).encode(), {}, now=1005.0)
+    assert post["duration_ms"] == 1234
+    decoded = [FeedLine.of(pre), FeedLine.of(post)]
+    raw = [FeedLine.of(json.loads(json.dumps(e)), json.dumps(e).encode()) for e in (pre, post)]
+    for lines in (decoded, raw):
+        (made,) = tool_calls(lines)
+        assert made.duration(now=2000.0) == 1.234
+    older = dict(post)
+    del older["duration_ms"]  # an envelope from a hook before the column: the payload's
+    (made,) = tool_calls([FeedLine.of(pre), FeedLine.of(older)])
+    assert made.duration(now=2000.0) == 1.234
+    untimed = dict(done)
+    del untimed["duration_ms"]
+    (_, post2), *_ = envelopes_from_stdin(json.dumps(untimed).encode(), {}, now=1005.0)
+    (made,) = tool_calls([FeedLine.of(pre), FeedLine.of(post2)])
+    assert made.duration(now=2000.0) == 5.0, "no duration_ms: the hooks' own times"

@@ -274,14 +274,25 @@ WHERE (session_id, tool_use_id) IN (
 """
 
 _SESSIONS_SQL = """\
-SELECT
-    session_id, agent, team, host, started, ended, end_reason, last_seen,
-    dateDiff('millisecond', started, coalesce(ended, last_seen)) AS duration_ms,
-    dateDiff('second', last_seen, now64(3)) AS seen_s,
-    events, tool_calls, errors, prompts, subagents, outcome
-FROM sessions
-{where}ORDER BY started DESC, session_id
-LIMIT {{limit:UInt32}}"""
+SELECT s.*, cov.coverage_pct AS coverage_pct
+FROM
+(
+    SELECT
+        session_id, agent, team, host, started, ended, end_reason, last_seen,
+        dateDiff('millisecond', started, coalesce(ended, last_seen)) AS duration_ms,
+        dateDiff('second', last_seen, now64(3)) AS seen_s,
+        events, tool_calls, errors, prompts, subagents, outcome
+    FROM sessions
+    {where}ORDER BY started DESC, session_id
+    LIMIT {{limit:UInt32}}
+) AS s
+LEFT JOIN
+(
+    SELECT session_id, if(sum(max_seq) = 0, NULL, round(100 * sum(stored) / sum(max_seq), 1)) AS coverage_pct
+    FROM coverage
+    GROUP BY session_id
+) AS cov ON cov.session_id = s.session_id
+ORDER BY s.started DESC, s.session_id"""
 
 _SESSIONS_IN_WINDOW = """\
 WHERE session_id IN (
@@ -314,6 +325,7 @@ def tool_stats(window_s: int | None, sort: str = "calls", limit: int = TOOLS_LIM
 def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
     """The sessions with an event in the last `window_s` seconds (None: ever), newest first (by
     start), at most `limit`: the `sessions` view's columns, plus duration_ms (start to end, or to
-    the latest event while not ended) and seen_s (seconds since the latest event)."""
+    the latest event while not ended), seen_s (seconds since the latest event) and coverage_pct
+    (stored of numbered events, over its hosts; NULL where the hook did not number them)."""
     where = "" if window_s is None else _SESSIONS_IN_WINDOW
     return Query(_SESSIONS_SQL.format(where=where), _window_params(window_s, limit))

@@ -92,9 +92,7 @@ class FilterInput(Input):
     leaves it when it is empty."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(
-            "escape", "leave", "Clear", tooltip="clear the filter; on an empty one, back to the feed"
-        ),
+        Binding("escape", "leave", "Clear", tooltip="clear the filter; on an empty one, back to the feed"),
     ]
 
     def action_leave(self) -> None:

@@ -35,7 +35,7 @@ TIMELINE_MAX = 200
 # Agents kept at most: a long run spawns subagent after subagent. The longest-finished go first.
 ROSTER_MAX = 300
 _HEADLINE_KEYS = ("id", "timestamp", "event", "kind", "agent", "team", "peer", "session_id", "tool_name",
-                  "tool_use_id", "text", "redacted", "truncated")  # fmt: skip
+                  "tool_use_id", "text", "redacted", "truncated", "duration_ms", "seq")  # fmt: skip
 EDGES_MAX = 2000
 TASKS_MAX = 2000
 _ERROR_EVENTS = frozenset({"PostToolUseFailure", "StopFailure"})
@@ -111,6 +111,16 @@ class FeedLine(NamedTuple):
     @property
     def tool_use_id(self) -> str:
         return str(self.envelope.get("tool_use_id", "") or "")
+
+    @property
+    def duration_ms(self) -> int | None:
+        """Claude Code's own time for a tool call (on its PostToolUse / PostToolUseFailure), the
+        envelope's column or, from an older hook, the payload's; None when it did not say."""
+        value = self.envelope.get("duration_ms")
+        if value is None:
+            data = self.envelope.get("data")
+            value = data.get("duration_ms") if isinstance(data, Mapping) else None
+        return value if type(value) is int else None
 
 
 @dataclass
@@ -352,8 +362,13 @@ class ToolCall:
     end: float | None = None
     status: str = RUNNING
     error: str = ""
+    # Claude Code's own duration of the call, when its result carried one: preferred to the time
+    # between the hook events, which includes the hooks' own start-up.
+    reported_ms: int | None = None
 
     def duration(self, now: float) -> float:
+        if self.reported_ms is not None:
+            return self.reported_ms / 1000.0
         return max(0.0, (self.end if self.end is not None else now) - self.start)
 
 
@@ -377,6 +392,7 @@ def tool_calls(lines: Iterable[FeedLine]) -> list[ToolCall]:
             if started is None:
                 continue
             started.end = max(line.at, started.start)
+            started.reported_ms = line.duration_ms
             if line.event == "PostToolUse":
                 started.status = OK
             else:

@@ -8,6 +8,7 @@ store/queries.py; the wording of numbers, times and cut names in agentwatch/form
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -43,12 +44,12 @@ FULL_SESSION_AT = 180
 TOOL_COLUMNS = ("tool", "calls", "fail", "fail%", "p50", "p95", "max", "unpaired")
 TOOL_COLUMNS_WIDE = ("tool", "calls", "fail", "fail%", "p50", "p95", "max", "denied", "unpaired",
                      "last error")  # fmt: skip
-SESSION_COLUMNS = ("session", "agent", "start UTC", "dur", "events", "calls", "err", "outcome")
+SESSION_COLUMNS = ("session", "agent", "start UTC", "dur", "events", "calls", "err", "cov%", "outcome")
 SESSION_COLUMNS_WIDE = ("session", "agent", "team", "start UTC", "duration", "seen", "events", "calls", "err",
-                        "prompts", "subs", "outcome", "end reason")  # fmt: skip
+                        "prompts", "subs", "cov%", "outcome", "end reason")  # fmt: skip
 NUMERIC_COLUMNS = frozenset(
     {"calls", "fail", "fail%", "p50", "p95", "max", "denied", "unpaired", "dur", "duration", "seen", "events",
-     "err", "prompts", "subs"}
+     "err", "prompts", "subs", "cov%"}
 )  # fmt: skip
 
 
@@ -155,6 +156,16 @@ def tool_cells(
     }
 
 
+def _coverage(pct: object, colors: Mapping[str, Style]) -> Text:
+    """How much of the session's numbered events is stored, in percent: `-` where the hook did
+    not number them."""
+    value = number(pct)
+    if value is None:
+        return _right("-")
+    # Rounded down: a session missing one event in a thousand must not read 100.
+    return _right(str(math.floor(value)), colors["error"] if value < 100 else None)
+
+
 def session_cells(
     row: Mapping[str, Any], colors: Mapping[str, Style], now: float, agent_width: int, session_width: int
 ) -> dict[str, Text]:
@@ -177,6 +188,7 @@ def session_cells(
         "err": _right(str(errors), colors["error"] if errors else None),
         "prompts": _right(str(whole(row.get("prompts")))),
         "subs": _right(str(whole(row.get("subagents")))),
+        "cov%": _coverage(row.get("coverage_pct"), colors),
         "outcome": Text(outcome, style=outcome_style.get(outcome, Style())),
         "end reason": Text(str(row.get("end_reason") or "")),
     }

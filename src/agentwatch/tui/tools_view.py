@@ -271,7 +271,7 @@ class ToolsScreen(Screen[None]):
 
     def _paint_sessions(self) -> None:
         colors, now = self._colors(), self.clock()
-        agent_width = 20 if self._wide else 14
+        agent_width = 17 if self._wide else 10  # room for the coverage column at 80 and 140 columns
         session_width = 36 if self.size.width >= FULL_SESSION_AT else 8
         self._fill(
             "#tools-sessions",
