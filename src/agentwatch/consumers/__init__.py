@@ -1,1 +1,2 @@
-"""FastStream services on the bus: the store and the live feed."""
+"""FastStream services on the bus, wired in app.py: the store (events into ClickHouse) and the
+query service."""

@@ -1,4 +1,5 @@
-"""The hook side: `agentwatch-emit`, its wire client and its spool. Standard library only."""
+"""The hook side: `agentwatch-emit`, its wire client, spool and sequence numbers, and its
+registration in Claude Code's settings. Standard library only."""
 
 from agentwatch.emitter.hook import main
 

@@ -1,1 +1,1 @@
-"""The Textual dashboard."""
+"""The Textual dashboard: a model without Textual, the on-demand table, the screens, the styles."""
