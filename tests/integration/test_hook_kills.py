@@ -71,6 +71,17 @@ def unread(fd: int) -> int:
     return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
 
 
+def handles_sigterm(pid: int) -> bool:
+    """The process catches SIGTERM: the interpreter is running the hook's script (its first lines
+    install the handler). Before that, Python itself is still starting up."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # gone already: the kill below finds out
+    caught = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0")
+    return bool(int(caught, 16) & (1 << (signal.SIGTERM - 1)))
+
+
 def killed_run(index: int, env: dict[str, str], sig: int, offset: float) -> tuple[int, bool, int, bytes]:
     """One hook run sent `sig` `offset` s after it started: (index, its stdin was read whole,
     exit status, stdout). Like Claude Code, the payload is written and stdin closed at once; this
@@ -86,10 +97,15 @@ def killed_run(index: int, env: dict[str, str], sig: int, offset: float) -> tupl
     read_end, write_end = os.pipe()
     try:
         proc = subprocess.Popen([tool("agentwatch-emit")], stdin=read_end, stdout=subprocess.PIPE, env=env)
+        started = time.monotonic()
         os.write(write_end, payload)
         os.close(write_end)
         write_end = -1
-        time.sleep(offset)
+        # `offset` after start, once the interpreter is running: on a loaded machine Python's own
+        # start-up can take longer than the shortest offsets, and a signal then is Python's to die of.
+        while not handles_sigterm(proc.pid) and time.monotonic() - started < 5:
+            time.sleep(0.001)
+        time.sleep(max(0.0, started + offset - time.monotonic()))
         read_whole = unread(read_end) == 0
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=10)
@@ -232,3 +248,32 @@ def test_coverage_shows_what_waits_in_the_spool_and_recovers_after_a_flush(
     wait_rows(store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'covered'", 5)
     (row,) = sql_rows(store_env, query)
     assert (row["max_seq"], row["stored"], row["missing"], row["coverage_pct"]) == (5, 5, 0, 100)
+
+
+def test_a_run_killed_while_it_made_its_messages_is_rebuilt_from_its_stdin(tmp_path: Path) -> None:
+    """The hook keeps its stdin on disk before it parses it; a run killed between the two (here:
+    a capture left by a process that is gone) is made into its messages by the next recovery,
+    as that run would have made them: its agent name, host and time."""
+    data = tmp_path / "data"
+    inflight = data / "spool" / "inflight"
+    inflight.mkdir(parents=True)
+    dead_pid = 2**22 + 17  # above the kernel's largest pid: no process has it
+    at = 1_795_000_000.0
+    header = json.dumps({"at": at, "host": "agent-host-7", "env": {"GENIE_AGENT_NAME": "lead"}})
+    payload = json.dumps({"hook_event_name": "Stop", "session_id": "rebuilt", "cwd": "/repo"})
+    (inflight / str(dead_pid)).write_bytes(b"#stdin " + header.encode() + b"\n" + payload.encode())
+    env = clean_env(AGENTWATCH_DATA_DIR=str(data))
+    status = run_cli("spool", "status", env=env)
+    assert "pending:  1 event message(s)" in status.stdout, status.stdout
+    assert list(inflight.iterdir()) == []
+    (line,) = (data / "spool" / "queue").read_bytes().splitlines()
+    subject, _, body = line.split(b" ", 2)
+    env_obj = json.loads(body)
+    assert subject == b"genie.agent.lead.response"
+    assert (env_obj["agent"], env_obj["host"], env_obj["session_id"], env_obj["seq"]) == (
+        "lead",
+        "agent-host-7",
+        "rebuilt",
+        1,
+    )
+    assert env_obj["timestamp"].startswith("2026-11-18T")  # the run's own time, not the recovery's

@@ -92,7 +92,34 @@ def log_problem(
 
 def spool_for(environ: Mapping[str, str]) -> Spool:
     max_bytes = config.number(environ, "AGENTWATCH_SPOOL_MAX_BYTES", DEFAULT_MAX_BYTES)
-    return Spool(os.path.join(config.data_dir(environ), "spool"), max_bytes)
+    spool = Spool(os.path.join(config.data_dir(environ), "spool"), max_bytes)
+    spool.rebuild = lambda header, raw: _rebuild(header, raw, environ, spool)
+    return spool
+
+
+# Stdin up to this size is kept on disk as read, before the hook parses it (a larger one is kept
+# once its messages are made): a hook killed while it makes them loses nothing.
+CAPTURE_MAX_BYTES = 1 << 20
+
+
+def _capture_header(environ: Mapping[str, str]) -> bytes:
+    """What a later process needs to make this run's messages as this run would have."""
+    import _socket
+
+    from agentwatch.jsonfast import dumps
+
+    names = {k: environ[k] for k in ("GENIE_AGENT_NAME", "GENIE_TEAM") if environ.get(k)}
+    return dumps({"at": time.time(), "host": _socket.gethostname(), "env": names}).encode()
+
+
+def _rebuild(header: bytes, raw: bytes, environ: Mapping[str, str], spool: Spool) -> list[Message]:
+    """The messages of a run killed before it made them, from its capture."""
+    from agentwatch.jsonfast import loads
+
+    made = loads(header.decode("utf-8", "replace"))
+    names = made.get("env") if isinstance(made.get("env"), dict) else {}
+    env = {**{k: v for k, v in environ.items() if k not in ("GENIE_AGENT_NAME", "GENIE_TEAM")}, **names}
+    return _outgoing(raw, env, spool, host=str(made.get("host", "")), now=float(made.get("at", time.time())))
 
 
 def refit(max_payload: int) -> Callable[[bytes], bytes]:
@@ -225,11 +252,15 @@ def _quiet() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
-def _outgoing(raw: bytes, environ: Mapping[str, str], spool: Spool) -> list[Message]:
+def _outgoing(
+    raw: bytes, environ: Mapping[str, str], spool: Spool, host: str = "", now: float | None = None
+) -> list[Message]:
     """The invocation's messages, encoded, numbered in their session, with the spool's backlog."""
-    import _socket
+    if not host:
+        import _socket
 
-    outgoing = envelopes_from_stdin(raw, environ, host=_socket.gethostname())
+        host = _socket.gethostname()
+    outgoing = envelopes_from_stdin(raw, environ, host=host, now=now)
     event = outgoing[0][1]
     if event.get("session_id"):
         from agentwatch.emitter.sequence import next_seq
@@ -250,8 +281,10 @@ def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: floa
     encoded: list[Message] = []
     held = ""
     try:
+        if len(raw) <= CAPTURE_MAX_BYTES:
+            held = spool.capture(raw, _capture_header(environ))
         encoded = _outgoing(raw, environ, spool)
-        held = spool.hold(encoded)
+        held = spool.hold(encoded, held)
         _run["phase"] = SENDING
         if _run["stop"]:  # asked to stop while the messages were made: they are safe now
             _quiet()

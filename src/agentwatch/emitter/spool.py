@@ -36,6 +36,8 @@ CHUNK_BYTES = 256 * 1024
 # An in-flight file older than this is recovered even if a process with its pid is alive (the
 # pid was reused): no hook run lives that long.
 INFLIGHT_STALE_S = 120.0
+# The first bytes of an in-flight file that holds a hook's stdin as read (not yet its messages).
+RAW_MARK = b"#stdin "
 
 
 class SpoolStatus:
@@ -51,29 +53,51 @@ class SpoolStatus:
 
 
 class Spool:
-    def __init__(self, directory: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        directory: str,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        rebuild: Callable[[bytes, bytes], list[Message]] | None = None,
+    ) -> None:
         self.directory = directory
         self.path = os.path.join(directory, "queue")
         self.max_bytes = max_bytes
         self._pos_path = os.path.join(directory, "queue.pos")
         self._lock_path = os.path.join(directory, "flush.lock")
         self.inflight = os.path.join(directory, "inflight")
+        # Makes the messages of a hook run killed before it made them, from its captured stdin:
+        # (capture header, stdin) -> messages. Without it such captures wait for one who can.
+        self.rebuild = rebuild
 
     # -- in flight (the hook, before it sends) -----------------------------------------------
 
-    def hold(self, messages: list[Message]) -> str:
-        """Write `messages` to an in-flight file of this process before they are sent; its path."""
-        path = os.path.join(self.inflight, f"{os.getpid()}.{messages[0][1] if messages else 'empty'}")
+    def _write_inflight(self, data: bytes, path: str | None = None) -> str:
+        """Write this process's in-flight file (atomically when it replaces one); its path."""
+        path = path or os.path.join(self.inflight, str(os.getpid()))
+        tmp = path + ".tmp"
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         except FileNotFoundError:
             os.makedirs(self.inflight, mode=0o700, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, _lines(messages))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
+        os.replace(tmp, path)
         return path
+
+    def capture(self, raw: bytes, header: bytes) -> str:
+        """Keep the hook's stdin as it was read, before anything is made of it: a run killed
+        while it makes its messages is rebuilt from this. Its path."""
+        return self._write_inflight(RAW_MARK + header + b"\n" + raw)
+
+    def hold(self, messages: list[Message], held: str = "") -> str:
+        """Put `messages` in this process's in-flight file (in place of its capture) before they
+        are sent; its path."""
+        return self._write_inflight(_lines(messages), held or None)
 
     def release(self, held: str) -> None:
         """The bus confirmed what `held` holds: forget it."""
@@ -103,21 +127,39 @@ class Spool:
             try:
                 if _alive(int(name.split(".", 1)[0])) and now - os.stat(path).st_mtime < INFLIGHT_STALE_S:
                     continue
+                if name.endswith(".unreadable"):
+                    continue
+                if name.endswith(".tmp"):  # a write that never finished: what it replaced is there
+                    self.release(path)
+                    continue
                 # Claimed by a rename, so two recovering processes never queue it twice; a claim
                 # by a process that then died carries that pid and is recovered in turn.
-                claimed = os.path.join(self.inflight, f"{os.getpid()}.r{name.split('.', 1)[1]}")
+                claimed = os.path.join(self.inflight, f"{os.getpid()}.r{name.replace('.', '_')}")
                 os.rename(path, claimed)
                 with open(claimed, "rb") as f:
                     data = f.read()
             except (ValueError, IndexError, OSError):
                 continue
-            path = claimed
-            complete = data[: data.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
-            if complete:
-                self._append_raw(complete)
-                moved += complete.count(b"\n")
-            self.release(path)
+            moved += self._requeue(claimed, data)
         return moved
+
+    def _requeue(self, claimed: str, data: bytes) -> int:
+        """Queue what one in-flight file holds; how many messages."""
+        if data.startswith(RAW_MARK):
+            if self.rebuild is None:
+                return 0  # left for a recovery that can make its messages
+            header, _, raw = data[len(RAW_MARK) :].partition(b"\n")
+            try:
+                complete = _lines(self.rebuild(header, raw))
+            except Exception:  # a capture nothing can be made of: it stays for a person to see
+                os.replace(claimed, claimed + ".unreadable")
+                return 0
+        else:
+            complete = data[: data.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
+        if complete:
+            self._append_raw(complete)
+        self.release(claimed)
+        return complete.count(b"\n")
 
     # -- appending (the hook, bus down) ------------------------------------------------------
 
