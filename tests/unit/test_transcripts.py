@@ -381,4 +381,9 @@ def test_envelope_ids_depend_on_what_they_say(tmp_path: Path) -> None:
     assert reading.cost_state is not None
     _, cost = cost_envelope(reading.cost_state, src, fallback_ms=1_000)
     assert cost["timestamp"] == "2026-11-22T11:01:33.424Z", "the time of the line before it"
+    timed = {"type": "cost-state", "sessionId": "s-1", "totalCostUSD": 0.5, "modelUsage": {},
+             "startTime": 1795345292782, "totalDuration": 749}  # fmt: skip
+    write_lines(path, [timed])
+    stated = read_transcript(str(path)).cost_state
+    assert stated is not None and stated.timestamp == "2026-11-22T11:01:33.531Z", "its own time"
     assert cost["total_cost_usd"] == 0.5 and cost["data"] == {"totalCostUSD": 0.5, "modelUsage": {}}

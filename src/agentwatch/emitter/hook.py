@@ -135,6 +135,10 @@ class Publisher:
         # What this host learned before about the server: does a stream capture genie.>?
         self.stream = self._known = bus_knowledge(environ, self.server) if self.server else None
 
+    def renew(self, deadline: float) -> None:
+        """A new deadline for what follows (a command that publishes batch after batch)."""
+        self.deadline = self._conn.deadline = deadline
+
     def publish(self, messages: list[Message]) -> None:
         learned = self._conn.publish(messages, self.stream)
         if learned is not None:

@@ -86,6 +86,11 @@ class CostState:
     __slots__ = ("model_usage", "session_id", "timestamp", "total_cost_usd")
 
     def __init__(self, line: dict[str, Any], timestamp: str) -> None:
+        """`timestamp`: the time of the line before, for a record that does not say its own (its
+        session's startTime plus its totalDuration)."""
+        start, duration = line.get("startTime"), line.get("totalDuration")
+        if type(start) is int and start > 0 and type(duration) is int and duration >= 0:
+            timestamp = iso_ms(start + duration)
         self.session_id = _str(line.get("sessionId"))
         cost = line.get("totalCostUSD")
         self.total_cost_usd = float(cost) if isinstance(cost, (int, float)) and cost is not True else 0.0
@@ -238,6 +243,11 @@ def _take_assistant(
     elif record.total >= seen.total:
         reading.usage[record.message_id] = record
     return True
+
+
+def iso_ms(ms: int) -> str:
+    """Unix milliseconds as ISO-8601 UTC, the way Claude Code writes times."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 def epoch_ms(timestamp: str) -> int:

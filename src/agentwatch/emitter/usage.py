@@ -42,7 +42,7 @@ from agentwatch.contract import (
     stable_event_id,
     usage_subject,
 )
-from agentwatch.emitter.transcripts import CostState, Reading, Usage, epoch_ms, read_transcript
+from agentwatch.emitter.transcripts import CostState, Reading, Usage, epoch_ms, iso_ms, read_transcript
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -255,7 +255,7 @@ def event_sources(event: Json, environ: Mapping[str, str]) -> list[Source]:
 def _envelope(src: Source, session: str, timestamp: str, fallback_ms: int) -> Json:
     who = src.who
     if not epoch_ms(timestamp):  # a record without a time of its own: when it was read
-        timestamp = _iso(fallback_ms or int(time.time() * 1000))
+        timestamp = iso_ms(fallback_ms or int(time.time() * 1000))
     return {
         "v": SCHEMA_VERSION,
         "id": "",
@@ -277,10 +277,6 @@ def _envelope(src: Source, session: str, timestamp: str, fallback_ms: int) -> Js
         "subagent_id": src.subagent_id,
         "subagent_type": src.subagent_type,
     }
-
-
-def _iso(ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 def usage_envelope(rec: Usage, src: Source, fallback_ms: int = 0) -> tuple[str, Json]:
