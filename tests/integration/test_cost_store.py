@@ -156,6 +156,19 @@ def test_one_hour_cache_writes_at_twice_the_input_price_without_a_rate_of_their_
     assert row["cost_usd"] == pytest.approx(1000 * 8e-6 + 1000 * 16e-6)
 
 
+def test_a_price_table_that_refuses_the_figures_leaves_the_message_unpriced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentwatch.store import usage
+
+    def refuse(*_args: Any) -> None:
+        raise ValueError("Invalid usage data")
+
+    monkeypatch.setattr(usage, "price", refuse)
+    found = usage_rows([usage_env()])
+    assert found.bad == [] and found.usage[0][19:21] == [None, ""]
+
+
 def test_bodies_that_are_not_usage_envelopes_are_refused_with_the_reason() -> None:
     found = usage_rows([usage_env(kind="tool_call"), usage_env(input_tokens=-1), b"{", usage_env()])
     assert [i for i, _ in found.bad] == [0, 1, 2]

@@ -288,6 +288,29 @@ def test_a_stop_publishes_the_new_usage_of_its_transcripts(
     assert not (tmp_path / "spool" / "queue").exists()
 
 
+def test_usage_read_while_the_bus_is_down_is_spooled_or_read_again(
+    bus: tuple[NatsServer, Collector], tmp_path: Path
+) -> None:
+    """Bus down: the usage waits in the spool with the event, and is not read twice. Spool full:
+    the usage is dropped with the event, and the transcript is read again next time."""
+    server, collector = bus
+    main = PROJECTS / "-home-dev-lab-proj" / "27e556a2-de12-4c72-b5fd-a64ef0b73d15.jsonl"
+    payload = json.dumps({"hook_event_name": "Stop", "session_id": main.stem, "transcript_path": str(main)})
+    down = f"nats://127.0.0.1:{free_port()}"
+    spooled = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "spooled"), AGENTWATCH_NATS_URL=down)
+    full = dict(spooled, AGENTWATCH_DATA_DIR=str(tmp_path / "full"), AGENTWATCH_SPOOL_MAX_BYTES="2000")
+    for env in (spooled, full):
+        assert run_emit(payload.encode(), env).returncode == 0
+    assert "pending:  15 event message(s)" in run_cli("spool", "status", env=spooled).stdout
+    assert "spool_full" in (tmp_path / "full" / "crash.jsonl").read_text()
+    for env in (spooled, full):
+        assert run_emit(payload.encode(), dict(env, AGENTWATCH_NATS_URL=server.url)).returncode == 0
+    kinds = [json.loads(m.data)["kind"] for m in collector.settle(0.5)]
+    # spooled: 2 Stops and the usage once (flushed); full: 1 Stop (the first was dropped), usage read again
+    assert kinds.count("response") == 3
+    assert kinds.count("usage") == 2 * 13 and kinds.count("cost_state") == 2
+
+
 def test_bus_refused_spools_quickly(hook_env: dict[str, str]) -> None:
     payload = json.dumps(FIXTURES[5][1]).encode()
     started = time.monotonic()

@@ -335,7 +335,7 @@ def test_a_subagent_stop_reads_its_own_transcript_only(session_copy: Path, tmp_p
     event = stop_event(
         session_copy, "SubagentStop", agent_id="a1cd6f8dfd629431a", agent_type="general-purpose"
     )
-    assert [s.path for s in event_sources(event, environ)] == [str(own)], "found beside the session's"
+    assert [path for path, _ in event_sources(event, environ)] == [str(own)], "found beside the session's"
     event["data"]["agent_transcript_path"] = str(own)
     out, _ = hook_usage(event, environ, time.monotonic() + 5)
     assert [env["message_id"] for _, env in out] == ["msg_01Mock000022", "msg_01Mock000023"]

@@ -221,8 +221,9 @@ def who_of(event: Json) -> Json:
     return {k: event.get(k) or "" for k in keys}
 
 
-def event_sources(event: Json, environ: Mapping[str, str]) -> list[Source]:
-    """The transcripts a hook event points at (see the module's doc), the agent's own first."""
+def event_sources(event: Json, environ: Mapping[str, str]) -> list[tuple[str, Callable[[], Source]]]:
+    """The transcripts a hook event points at (see the module's doc), the agent's own first: each
+    path, and how to make its Source (a subagent's reads its .meta.json: only for a file that grew)."""
     data = event.get("data")
     data = data if isinstance(data, dict) else {}
     main = data.get("transcript_path")
@@ -233,10 +234,11 @@ def event_sources(event: Json, environ: Mapping[str, str]) -> list[Source]:
         if not isinstance(own, str) or not own:
             base = subagents_dir(main)
             own = os.path.join(base, f"agent-{who['agent_id']}.jsonl") if base else ""
-        return [Source(own, who, who["agent_id"], who["agent_type"])] if own else []
+        source = Source(own, who, who["agent_id"], who["agent_type"])
+        return [(own, lambda: source)] if own else []
     if not main:
         return []
-    found = [Source(main, who)]
+    found: list[tuple[str, Callable[[], Source]]] = [(main, lambda: Source(main, who))]
     base = subagents_dir(main)
     try:
         names = sorted(os.listdir(base)) if base else []
@@ -245,7 +247,8 @@ def event_sources(event: Json, environ: Mapping[str, str]) -> list[Source]:
     context = {k: who[k] for k in ("team", "session_id", "host", "cwd")}
     for name in names:
         if name.startswith("agent-") and name.endswith(".jsonl"):
-            found.append(subagent_source(os.path.join(base, name), context, environ))
+            path = os.path.join(base, name)
+            found.append((path, lambda path=path: subagent_source(path, context, environ)))  # type: ignore[misc]
     return found
 
 
@@ -356,12 +359,13 @@ def hook_usage(
     done: list[tuple[Resume, int]] = []
     budget = MAX_MESSAGES
     fallback_ms = epoch_ms(str(event.get("timestamp", "")))
-    for n, src in enumerate(event_sources(event, environ)):
+    for n, (path, make_source) in enumerate(event_sources(event, environ)):
         if n and (budget <= 0 or time.monotonic() >= until):
             break  # the rest next time
-        resume = offsets.resume(src.path)
+        resume = offsets.resume(path)
         if resume is None:
             continue
+        src = make_source()
         reading = read_transcript(
             src.path,
             resume.start,

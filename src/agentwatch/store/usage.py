@@ -8,6 +8,7 @@ per tool call) and each needs its price. Rows go in with one typed insert per ta
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentwatch.contract import COST_STATE_KIND, USAGE_KIND, EnvelopeError, decode_envelope, dumps
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from clickhouse_connect.driver.client import Client
+
+log = logging.getLogger("agentwatch.store")
 
 USAGE_TABLE = "usage"
 COST_STATES_TABLE = "cost_states"
@@ -106,7 +109,11 @@ def usage_row(env: dict[str, Any]) -> list[Any]:
     cache_write = _count(env, "cache_creation_input_tokens")
     when = _when(env)
     model = _str(env, "model")
-    cost, price_model = price(model, when, tokens, _str(env, "speed"))
+    try:
+        cost, price_model = price(model, when, tokens, _str(env, "speed"))
+    except Exception:  # the price table refused these figures: tokens without a price, never a lost row
+        log.warning("no price for %s at %s (%s): stored unpriced", model, when, tokens, exc_info=True)
+        cost, price_model = None, ""
     sidechain = env.get("sidechain") is True
     total = tokens.input + tokens.output + tokens.cache_read + cache_write
     return [
