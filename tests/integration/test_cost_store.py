@@ -196,3 +196,29 @@ async def test_the_store_routes_usage_to_its_tables_and_events_to_theirs(
     (dead,) = rows(ch, "SELECT reason FROM dead_letters")
     assert "kind 'tool_call'" in dead["reason"]
     assert (await consumer_state(nats_server.url))[:2] == (0, 0)
+
+
+async def test_usage_waits_for_clickhouse_and_nothing_is_redelivered(
+    nats_server: NatsServer, ch: Client
+) -> None:
+    import time
+
+    from agentwatch.store.usage import UsageRows
+
+    failing_until = time.monotonic() + 1.5
+    calls = {"failed": 0}
+
+    def flaky(client: Client, rows: UsageRows) -> None:
+        if time.monotonic() < failing_until:
+            calls["failed"] += 1
+            raise ConnectionError("Code: 210. DB::NetException: Connection refused (injected)")
+        insert_usage(client, rows)
+
+    usage = [(s, f"u{i}", b) for i, (s, b) in enumerate(all_bodies())]
+    await publish(nats_server.url, envelopes(50) + usage)
+    async with running_store(nats_server.url, ch, insert_usage_rows=flaky, retry_max_seconds=0.5) as writer:
+        await wait_until(lambda: writer.stats.usage >= len(usage))
+    assert calls["failed"] >= 2 and writer.stats.insert_failures >= 2
+    assert_fixture_totals(ch)
+    _, ack_pending, redelivered = await consumer_state(nats_server.url)
+    assert (ack_pending, redelivered) == (0, 0)

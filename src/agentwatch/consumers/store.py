@@ -181,7 +181,7 @@ class StoreWriter:
         dead: list[tuple[Msg, str]] = []
         if usage:
             msgs = [m for m in msgs if not (m.subject.endswith(".usage") and is_usage_subject(m.subject))]
-            usage = await self._store_usage(usage, dead)
+            usage = await self._store_usage(usage, dead, others=msgs)
         good = [m for m in msgs if (b := m.data).startswith(_FAST_PREFIX) and b.endswith(b"}")]
         bodies: dict[int, bytes] = {}
         if len(good) < len(msgs):  # some bodies are not envelopes as the emitter writes them
@@ -203,9 +203,12 @@ class StoreWriter:
         await ack_all(good + usage)
         await ack_all([m for m, _ in dead])
 
-    async def _store_usage(self, msgs: list[Msg], dead: list[tuple[Msg, str]]) -> list[Msg]:
-        """Price and insert usage envelopes (retrying while ClickHouse is away); the ones that
-        are not usage envelopes go to `dead`. Returns the ones stored."""
+    async def _store_usage(
+        self, msgs: list[Msg], dead: list[tuple[Msg, str]], others: Sequence[Msg] = ()
+    ) -> list[Msg]:
+        """Price and insert usage envelopes (retrying while ClickHouse is away, holding `others`,
+        the rest of the batch, in progress too); the ones that are not usage envelopes go to
+        `dead`. Returns the ones stored."""
         rows: UsageRows = await asyncio.to_thread(usage_rows, [m.data for m in msgs])
         bad = {i for i, _ in rows.bad}
         dead.extend((msgs[i], reason) for i, reason in rows.bad)
@@ -221,7 +224,7 @@ class StoreWriter:
                 self.stats.insert_failures += 1
                 self.stats.last_error = _reason(exc)[:300]
                 log.warning("usage insert failed (%s); retrying in %.1fs", self.stats.last_error, delay)
-                await self._hold(kept, delay)
+                await self._hold([*kept, *others], delay)
                 delay = min(delay * 2, self._retry_max)
                 continue
             self.stats.usage += len(kept)
