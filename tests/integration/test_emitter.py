@@ -311,6 +311,21 @@ def test_usage_read_while_the_bus_is_down_is_spooled_or_read_again(
     assert kinds.count("usage") == 2 * 13 and kinds.count("cost_state") == 2
 
 
+def test_a_transcript_that_cannot_be_read_does_not_hold_the_event_back(
+    bus: tuple[NatsServer, Collector], tmp_path: Path
+) -> None:
+    server, collector = bus
+    env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "d"), AGENTWATCH_NATS_URL=server.url)
+    odd = tmp_path / "a-directory.jsonl"
+    odd.mkdir()
+    for path in (str(odd), str(tmp_path / "missing.jsonl"), 42):
+        payload = {"hook_event_name": "Stop", "session_id": "s-odd", "transcript_path": path}
+        assert run_emit(json.dumps(payload).encode(), env).returncode == 0
+    assert [json.loads(m.data)["kind"] for m in collector.settle(0.3)] == ["response"] * 3
+    assert not (tmp_path / "d" / "spool" / "queue").exists()
+    assert '"kind":"usage"' in (tmp_path / "d" / "crash.jsonl").read_text(), "the directory is reported"
+
+
 def test_bus_refused_spools_quickly(hook_env: dict[str, str]) -> None:
     payload = json.dumps(FIXTURES[5][1]).encode()
     started = time.monotonic()

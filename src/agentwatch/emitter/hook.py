@@ -256,10 +256,13 @@ def _outgoing(
     event["spool_bytes"] = spool.pending_bytes()
     commit: Callable[[bool], None] = _no_offsets
     if read_until is not None and event.get("event") in USAGE_EVENTS:
-        from agentwatch.emitter.usage import hook_usage
+        try:
+            from agentwatch.emitter.usage import hook_usage
 
-        usage, commit = hook_usage(event, environ, read_until)
-        outgoing.extend(usage)
+            usage, commit = hook_usage(event, environ, read_until)
+            outgoing.extend(usage)
+        except Exception as exc:  # a transcript it cannot read must not hold the event back
+            log_problem(environ, "usage", "reading the transcripts failed; the event goes alone", exc)
     return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
 
 
