@@ -9,6 +9,12 @@ refused: the event goes to the spool).
 
     python benchmarks/emit_bench.py [--runs 60]
 
+A fourth scenario, the bus up, is a Stop event on a 20 MB transcript read incrementally: a
+generated transcript of realistic assistant lines (text and tool-use blocks, one API response
+written as several lines, tool results between them); the first runs read their share of it (a
+quarter of the deadline, 1,000 API messages at most: the usage envelopes are published and
+acknowledged like the event), the next ones what is new (one turn appended before each run).
+
 Prints the median of each and the median ratio; the target is within 1.5x of the bare interpreter.
 """
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -129,6 +136,100 @@ def measure(runs: int, env: dict[str, str], payload: bytes) -> tuple[float, floa
     return statistics.median(emit), statistics.median(bare), statistics.median(ratios)
 
 
+def transcript_turn(i: int, rng: random.Random) -> str:
+    """One turn of a Claude Code transcript: an API response written as two lines (text, then a
+    Write tool use, the same message id), its tool result, and a closing answer: about 9 KB."""
+    ts = f"2026-11-22T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z"
+    base = {
+        "parentUuid": f"p{i}", "isSidechain": False, "userType": "external", "entrypoint": "cli",
+        "cwd": "/home/dev/proj", "sessionId": "bench-session", "version": "2.1.330", "gitBranch": "main",
+    }  # fmt: skip
+
+    def assistant(message_id: str, block: dict[str, object], output: int, part: str) -> dict[str, object]:
+        usage = {
+            "input_tokens": rng.randint(5, 3000), "cache_creation_input_tokens": 1500,
+            "cache_read_input_tokens": rng.randint(10_000, 150_000), "output_tokens": output,
+            "output_tokens_details": {"thinking_tokens": 0},
+            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+            "service_tier": "standard", "inference_geo": "", "iterations": [], "speed": "standard",
+            "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 1500},
+        }  # fmt: skip
+        message = {"id": message_id, "type": "message", "role": "assistant", "model": "claude-opus-5-5",
+                   "content": [block], "usage": usage}  # fmt: skip
+        return {**base, "message": message, "requestRef": f"r{i}{part}", "type": "assistant",
+                "uuid": f"u{i}{part}{output}", "timestamp": ts}  # fmt: skip
+
+    text = "".join(rng.choice("abcdefghij klmnopqrstuvwxyz\n") for _ in range(rng.randint(300, 1500)))
+    code = "".join(rng.choice("abcdefghij(){}=; \n") for _ in range(rng.randint(1000, 5000)))
+    write: dict[str, object] = {
+        "type": "tool_use",
+        "id": f"toolu_{i}",
+        "name": "Write",
+        "input": {"file_path": "x.py", "content": code},
+    }
+    result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": code[: rng.randint(200, 3000)]}
+    lines = [
+        assistant(f"msg_01Bench{i:08d}a", {"type": "text", "text": text}, 1, "a"),
+        assistant(f"msg_01Bench{i:08d}a", write, rng.randint(50, 900), "a"),
+        {
+            **base,
+            "message": {"role": "user", "content": [result]},
+            "type": "user",
+            "uuid": f"u{i}c",
+            "timestamp": ts,
+        },
+        assistant(f"msg_01Bench{i:08d}b", {"type": "text", "text": text[:400]}, rng.randint(20, 300), "b"),
+    ]
+    return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
+
+
+def read_offset(data_dir: str) -> int:
+    """How far the hook has read the benchmark's transcript (its offset file)."""
+    found = list(Path(data_dir, "transcripts").glob("bench-session-*"))
+    return int(found[0].read_text().split(" ")[1]) if found else 0
+
+
+def measure_stop(runs: int, env: dict[str, str], tmp: str) -> tuple[tuple[float, float, float], str]:
+    """The Stop scenario: (emit median, bare median, median ratio), and what the first runs did."""
+    rng = random.Random(1)  # noqa: S311 - a reproducible transcript
+    transcript = Path(tmp, "projects", "-home-dev-proj", "bench-session.jsonl")
+    transcript.parent.mkdir(parents=True)
+    turns = 0
+    with transcript.open("w") as f:
+        while f.tell() < 20 * 1024 * 1024:
+            f.write(transcript_turn(turns, rng))
+            turns += 1
+    size = transcript.stat().st_size
+    stop = {"session_id": "bench-session", "transcript_path": str(transcript), "hook_event_name": "Stop"}
+    payload = json.dumps({**stop, "cwd": "/home/dev/proj", "stop_hook_active": False}).encode()
+    transcript.read_bytes()  # the page cache, as for a transcript Claude Code just wrote
+    cmd_emit, cmd_bare = emit_command(), [sys.executable, "-c", "pass"]
+    emit: list[float] = []
+    bare: list[float] = []
+    ratios: list[float] = []
+    first: list[float] = []
+    for n in range(runs):
+        if n:
+            with transcript.open("a") as f:
+                f.write(transcript_turn(turns, rng))
+                turns += 1
+        b = time_run(cmd_bare, payload, env)
+        e = time_run(cmd_emit, payload, env)
+        bare.append(b)
+        emit.append(e)
+        ratios.append(e / b)
+        if (
+            len(first) == len(emit) - 1
+            and read_offset(env["AGENTWATCH_DATA_DIR"]) < transcript.stat().st_size
+        ):
+            first.append(e)
+    note = (
+        f"{size / 1e6:.1f} MB, {turns:,} turns; read up in {len(first) + 1} runs "
+        f"({', '.join(f'{t * 1000:.0f}' for t in first)} ms while catching up), then one turn per run"
+    )
+    return (statistics.median(emit), statistics.median(bare), statistics.median(ratios)), note
+
+
 class CoreSubscriber:
     """A plain core-NATS subscriber on genie.> (raw protocol, in a thread), counting messages."""
 
@@ -212,6 +313,10 @@ def main() -> None:
             up = measure(args.runs, env, payload)
             if Path(f"{tmp}/up/spool/queue").exists():
                 sys.exit("the hook spooled with the bus up: it did not get the stream's acknowledgements")
+            env["AGENTWATCH_DATA_DIR"] = f"{tmp}/stop"
+            stop_up, stop_note = measure_stop(args.runs, env, tmp)
+            if Path(f"{tmp}/stop/spool/queue").exists():
+                sys.exit("a Stop on the long transcript spooled with the bus up: it did not finish in time")
         finally:
             stop(proc)
         # JetStream on, no stream for genie.>, a core subscriber listening.
@@ -240,8 +345,10 @@ def main() -> None:
         ("bus up (stream acks)", up),
         ("JetStream, no stream, core subscriber", nostream),
         ("bus down (refused)", down),
+        ("Stop, 20 MB transcript, bus up", stop_up),
     ):
         print(f"{name:<40}{e * 1000:>11.1f} ms{b * 1000:>11.1f} ms{r:>13.2f}x")
+    print(f"Stop scenario: {stop_note}")
     print(f"core subscriber received {received} of {expected} events (each once: {received == expected})")
     print("target: median ratio <= 1.50x in every scenario")
 

@@ -23,6 +23,10 @@ BIN = Path(sys.executable).parent
 CAPTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.330-captures.jsonl"
 # Other people's data: read from shared/, never copied into the repo.
 PUBLIC = ROOT.parent / "shared" / "fixtures" / "public-hook-payloads.jsonl"
+# Transcripts the Claude Code 2.1.330 binary wrote (copied from shared/, as its README allows), laid
+# out as under ~/.claude/projects, and Claude Code's own totals per session (its last cost-state).
+TRANSCRIPTS = ROOT / "tests" / "fixtures" / "transcripts"
+PROJECTS = TRANSCRIPTS / "projects"
 
 
 # DESIGN.md's subject table, written out independently of the contract module that implements it.
@@ -117,3 +121,27 @@ def all_fixtures() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
         for i, rec in enumerate(load_fixture_file(PUBLIC)):
             out.append((f"public-{i}", rec["payload"], {}))
     return out
+
+
+def transcript_sessions() -> list[tuple[str, Path, list[Path], dict[str, Any]]]:
+    """(session id, main transcript, its subagents' transcripts, Claude Code's expected totals) of
+    every fixture session."""
+    expected = json.loads((TRANSCRIPTS / "expected-cost-state.json").read_text())["sessions"]
+    out = []
+    for main in sorted(PROJECTS.glob("*/*.jsonl")):
+        subagents = sorted((main.parent / main.stem / "subagents").glob("agent-*.jsonl"))
+        out.append((main.stem, main, subagents, expected[main.stem]))
+    return out
+
+
+def expected_tokens(expected: dict[str, Any]) -> dict[str, int]:
+    """Claude Code's token totals of one session, summed over its models, by the names of the
+    session_costs columns."""
+    names = {
+        "input_tokens": "inputTokens",
+        "output_tokens": "outputTokens",
+        "cache_read_tokens": "cacheReadInputTokens",
+        "cache_write_5m_tokens": "cacheCreationEphemeral5mInputTokens",
+        "cache_write_1h_tokens": "cacheCreationEphemeral1hInputTokens",
+    }
+    return {col: sum(int(u[key]) for u in expected["modelUsage"].values()) for col, key in names.items()}

@@ -55,6 +55,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_SPOOL_MAX_BYTES", "67108864 (64 MiB)", "hook",
             "the spool's cap; a full spool refuses new events and logs each one"),
     Setting("AGENTWATCH_DISABLED", "unset", "hook", "1 turns the hook into a no-op"),
+    Setting("AGENTWATCH_USAGE", "1", "hook",
+            "0 stops the hook reading transcripts for token usage (Stop, SubagentStop, SessionEnd, ...)"),
     Setting("GENIE_AGENT_NAME", "unset", "hook", "the session's main agent name (genie's convention)"),
     Setting("GENIE_TEAM", "unset", "hook", "the team name (genie's convention)"),
     Setting("AGENTWATCH_CLICKHOUSE_URL", "chdb://<data dir>/clickhouse", "collector",
@@ -119,6 +121,11 @@ def is_embedded(clickhouse: str) -> bool:
 
 def flag(environ: Mapping[str, str], name: str) -> bool:
     return environ.get(name, "").strip().lower() in TRUTHY
+
+
+def usage_enabled(environ: Mapping[str, str]) -> bool:
+    """AGENTWATCH_USAGE: on unless 0, false, no or off."""
+    return environ.get("AGENTWATCH_USAGE", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def number(environ: Mapping[str, str], name: str, default: int) -> int:

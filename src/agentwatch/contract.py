@@ -78,6 +78,13 @@ SUBJECTS: dict[str, tuple[str, str, str, str]] = {
 }
 MESSAGE_KIND = "message"
 INVALID_EVENT = "InvalidPayload"
+# Token usage read from transcripts (not a hook event): one envelope per API message (kind
+# "usage") and per Claude Code cost-state record (kind "cost_state"), on genie.agent.{agent}.usage.
+USAGE_EVENT, USAGE_KIND = "Usage", "usage"
+# The hook events after which the hook reads what is new in the agent's transcripts.
+USAGE_EVENTS = frozenset({"Stop", "SubagentStop", "StopFailure", "PreCompact", "SessionEnd"})
+COST_STATE_EVENT, COST_STATE_KIND = "CostState", "cost_state"
+USAGE_SOURCE = "transcript"
 
 # The envelope's fields in wire order; `data` last so a reader sees the headline first.
 ENVELOPE_FIELDS: tuple[str, ...] = (
@@ -155,6 +162,18 @@ def message_subject(recipient: str) -> str:
     return f"{SUBJECT_ROOT}.msg.{subject_token(recipient)}"
 
 
+def usage_subject(agent: str) -> str:
+    """`genie.agent.{agent}.usage`: token usage and cost-state records of `agent`."""
+    return f"{SUBJECT_ROOT}.agent.{subject_token(agent)}.usage"
+
+
+def is_usage_subject(subject: str) -> bool:
+    """Whether `subject` is a usage subject (and not, say, a hook event named Usage:
+    `genie.agent.{agent}.event.usage`)."""
+    parts = subject.split(".")
+    return len(parts) == 4 and parts[0] == SUBJECT_ROOT and parts[1] == "agent" and parts[3] == "usage"
+
+
 # --- ids and time -----------------------------------------------------------------------------
 
 
@@ -165,6 +184,29 @@ def new_event_id(now: float | None = None) -> str:
     """
     ms = int((time.time() if now is None else now) * 1000)
     value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def sha1_digest(data: bytes) -> bytes:
+    """The SHA-1 of `data`, for stable names and ids (not for security), through the C module
+    alone: `hashlib` costs the hook several milliseconds."""
+    try:
+        sha1: Any = __import__("_sha1").sha1
+    except ImportError:  # pragma: no cover - CPython builds it unless told not to
+        import hashlib
+
+        sha1 = hashlib.sha1
+    return bytes(sha1(data, usedforsecurity=False).digest())
+
+
+def stable_event_id(ms: int, key: str) -> str:
+    """A ULID for something that must keep its id when sent again (a usage record read twice):
+    48 bits of `ms`, then 80 bits of the SHA-1 of `key`. JetStream drops the repeat by this id."""
+    value = (max(ms, 0) << 80) | int.from_bytes(sha1_digest(key.encode("utf-8", "replace"))[:10], "big")
     chars = []
     for _ in range(26):
         chars.append(_CROCKFORD[value & 31])

@@ -83,7 +83,7 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         assert ON_CLUSTER in head, head
         assert "IF NOT EXISTS" in head, head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
-    assert len(replicated) == 3
+    assert len(replicated) == 5
     for match in replicated:
         assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
         assert match.group(3) == "{replica}"
@@ -99,6 +99,9 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         "events_local": "cityHash64(id)",
         "messages_local": "cityHash64(id)",
         "dead_letters_local": "rand()",
+        # One session, one shard: the copies of an API message, and its cost-state records.
+        "usage_local": "cityHash64(session_id)",
+        "cost_states_local": "cityHash64(session_id)",
     }
 
 
@@ -110,7 +113,10 @@ def test_cluster_views_are_the_single_node_views() -> None:
         if _is_view(statement)
     }
     cluster = {_name(s): _body(s.replace(ON_CLUSTER, "")) for s in cluster_statements() if _is_view(s)}
-    assert set(views) == {"message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage"}
+    assert set(views) == {
+        "message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage",
+        "session_costs", "agent_costs", "cost_daily",
+    }  # fmt: skip
     assert cluster == views
 
 
@@ -238,7 +244,7 @@ ALTER TABLE events ADD COLUMN region LowCardinality(String) DEFAULT '' AFTER hos
 
 ALTER TABLE message_envelopes ADD COLUMN region String;
 
-CREATE TABLE IF NOT EXISTS usage
+CREATE TABLE IF NOT EXISTS calls
 (
     ts DateTime64(3, 'UTC'),
     agent LowCardinality(String),
@@ -260,7 +266,13 @@ ORDER BY id;
 CREATE OR REPLACE VIEW sessions AS
 SELECT session_id, any(region) AS region, sum(cost) AS cost FROM events FINAL GROUP BY session_id;
 """
-LATER_KEYS = {"events": "cityHash64(id)", "messages": "cityHash64(id)", "costs": "cityHash64(id)"}
+LATER_KEYS = {
+    "events": "cityHash64(id)",
+    "messages": "cityHash64(id)",
+    "usage": "cityHash64(session_id)",
+    "cost_states": "cityHash64(session_id)",
+    "costs": "cityHash64(id)",
+}
 
 
 @pytest.fixture
@@ -288,8 +300,9 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
     single_client, cluster_client = later_schemas
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name"
     names = [row[0] for row in single_client.query(tables).result_rows]
-    assert {"usage", "costs", "sessions"} <= set(names)
-    local = {name + "_local" for name in ("events", "messages", "dead_letters", "usage", "costs")}
+    assert {"calls", "costs", "sessions"} <= set(names)
+    sharded = ("events", "messages", "dead_letters", "usage", "cost_states", "calls", "costs")
+    local = {name + "_local" for name in sharded}
     cluster_names = {row[0] for row in cluster_client.query(tables).result_rows}
     assert cluster_names == set(names) | local
     for name in names:
@@ -300,7 +313,7 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
     assert ("region", "LowCardinality(String)", 19) in [r[:3] for r in columns(cluster_client, "events")]
     engines = (
         "SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() "
-        "AND name IN ('costs_local', 'usage_local') ORDER BY name"
+        "AND name IN ('costs_local', 'calls_local') ORDER BY name"
     )
     got = [(name, engine.split(" ")[0]) for name, engine in cluster_client.query(engines).result_rows]
-    assert got == [("costs_local", "ReplacingMergeTree(version)"), ("usage_local", "MergeTree")]
+    assert got == [("calls_local", "MergeTree"), ("costs_local", "ReplacingMergeTree(version)")]

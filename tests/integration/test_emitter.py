@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DESIGN_SUBJECTS, all_fixtures, clean_env, free_port, run_cli, run_emit, tool
+from tests.conftest import (
+    DESIGN_SUBJECTS,
+    PROJECTS,
+    all_fixtures,
+    clean_env,
+    free_port,
+    run_cli,
+    run_emit,
+    tool,
+)
 from tests.services import Collector, NatsServer, make_stream
 
 FIXTURES = all_fixtures()
@@ -250,6 +259,71 @@ def test_public_716kb_fixture_fits(bus: tuple[NatsServer, Collector], tmp_path: 
 
 
 # --- bus states -------------------------------------------------------------------------------
+
+
+def test_a_stop_publishes_the_new_usage_of_its_transcripts(
+    bus: tuple[NatsServer, Collector], tmp_path: Path
+) -> None:
+    """Stop reads the session's transcript and its subagents'; the next Stop finds nothing new."""
+    server, collector = bus
+    main = PROJECTS / "-home-dev-lab-proj" / "27e556a2-de12-4c72-b5fd-a64ef0b73d15.jsonl"
+    env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=server.url)
+    payload = {"hook_event_name": "Stop", "session_id": main.stem, "transcript_path": str(main), "cwd": "/p"}
+    assert run_emit(json.dumps(payload).encode(), env).returncode == 0
+    messages = collector.wait_for(15)
+    bodies = [json.loads(m.data) for m in collector.settle(0.2)]
+    assert [b["kind"] for b in bodies].count("usage") == 13
+    assert [b["kind"] for b in bodies].count("cost_state") == 1
+    usage = [(m.subject, json.loads(m.data)) for m in messages if json.loads(m.data)["kind"] == "usage"]
+    assert {s for s, _ in usage} == {
+        "genie.agent.main-27e556a2.usage",
+        "genie.agent.general-purpose-1cd6f8df.usage",
+    }
+    assert all(
+        m.headers is not None and m.headers["Nats-Msg-Id"] == json.loads(m.data)["id"] for m in messages
+    )
+    assert sum(b["input_tokens"] for _, b in usage) == 16748
+    assert run_emit(json.dumps(payload).encode(), env).returncode == 0
+    assert [json.loads(m.data)["kind"] for m in collector.settle(0.3)[len(bodies) :]] == ["response"]
+    assert not (tmp_path / "spool" / "queue").exists()
+
+
+def test_usage_read_while_the_bus_is_down_is_spooled_or_read_again(
+    bus: tuple[NatsServer, Collector], tmp_path: Path
+) -> None:
+    """Bus down: the usage waits in the spool with the event, and is not read twice. Spool full:
+    the usage is dropped with the event, and the transcript is read again next time."""
+    server, collector = bus
+    main = PROJECTS / "-home-dev-lab-proj" / "27e556a2-de12-4c72-b5fd-a64ef0b73d15.jsonl"
+    payload = json.dumps({"hook_event_name": "Stop", "session_id": main.stem, "transcript_path": str(main)})
+    down = f"nats://127.0.0.1:{free_port()}"
+    spooled = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "spooled"), AGENTWATCH_NATS_URL=down)
+    full = dict(spooled, AGENTWATCH_DATA_DIR=str(tmp_path / "full"), AGENTWATCH_SPOOL_MAX_BYTES="2000")
+    for env in (spooled, full):
+        assert run_emit(payload.encode(), env).returncode == 0
+    assert "pending:  15 event message(s)" in run_cli("spool", "status", env=spooled).stdout
+    assert "spool_full" in (tmp_path / "full" / "crash.jsonl").read_text()
+    for env in (spooled, full):
+        assert run_emit(payload.encode(), dict(env, AGENTWATCH_NATS_URL=server.url)).returncode == 0
+    kinds = [json.loads(m.data)["kind"] for m in collector.settle(0.5)]
+    # spooled: 2 Stops and the usage once (flushed); full: 1 Stop (the first was dropped), usage read again
+    assert kinds.count("response") == 3
+    assert kinds.count("usage") == 2 * 13 and kinds.count("cost_state") == 2
+
+
+def test_a_transcript_that_cannot_be_read_does_not_hold_the_event_back(
+    bus: tuple[NatsServer, Collector], tmp_path: Path
+) -> None:
+    server, collector = bus
+    env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "d"), AGENTWATCH_NATS_URL=server.url)
+    odd = tmp_path / "a-directory.jsonl"
+    odd.mkdir()
+    for path in (str(odd), str(tmp_path / "missing.jsonl"), 42):
+        payload = {"hook_event_name": "Stop", "session_id": "s-odd", "transcript_path": path}
+        assert run_emit(json.dumps(payload).encode(), env).returncode == 0
+    assert [json.loads(m.data)["kind"] for m in collector.settle(0.3)] == ["response"] * 3
+    assert not (tmp_path / "d" / "spool" / "queue").exists()
+    assert '"kind":"usage"' in (tmp_path / "d" / "crash.jsonl").read_text(), "the directory is reported"
 
 
 def test_bus_refused_spools_quickly(hook_env: dict[str, str]) -> None:
@@ -526,6 +600,22 @@ def test_hook_imports_only_the_standard_library(shared_nats: NatsServer, tmp_pat
     assert third_party == set()
     heavy = {"asyncio", "ssl", "socket", "json", "re", "enum", "typing", "dataclasses", "nats", "logging",
              "selectors", "contextlib"}  # fmt: skip
+    assert hooks_own & heavy == set(), "the hook's normal path must stay light"
+
+
+def test_a_stop_that_reads_a_transcript_stays_in_the_budget(shared_nats: NatsServer, tmp_path: Path) -> None:
+    """The events that read transcripts load the reader and nothing heavy either."""
+    main = PROJECTS / "-home-dev-lab-proj" / "27e556a2-de12-4c72-b5fd-a64ef0b73d15.jsonl"
+    env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=shared_nats.url)
+    start_up = imported_modules(["-c", "pass"], b"", env)
+    payload = {"hook_event_name": "Stop", "session_id": main.stem, "transcript_path": str(main)}
+    modules = imported_modules([tool("agentwatch-emit")], json.dumps(payload).encode(), env)
+    hooks_own = modules - start_up
+    assert {"agentwatch.emitter.usage", "agentwatch.emitter.transcripts"} <= hooks_own
+    third_party = {m for m in hooks_own if m.split(".")[0] not in sys.stdlib_module_names | {"agentwatch"}}
+    assert third_party == set()
+    heavy = {"asyncio", "ssl", "socket", "json", "re", "enum", "typing", "dataclasses", "nats", "logging",
+             "selectors", "contextlib", "hashlib", "datetime"}  # fmt: skip
     assert hooks_own & heavy == set(), "the hook's normal path must stay light"
 
 

@@ -25,8 +25,11 @@ from agentwatch.store.writes import INSERT_SETTINGS, insert_batch, insert_dead_l
 from tests.conftest import CAPTURES, ROOT, load_fixture_file
 
 QUERIES = ROOT / "docs" / "queries.md"
-TABLES = {"events", "messages", "message_envelopes", "dead_letters", "schema_migrations"}
+TABLES = {
+    "events", "messages", "message_envelopes", "dead_letters", "schema_migrations", "usage", "cost_states",
+}  # fmt: skip
 VIEWS = {"message_envelopes_mv", "tool_calls", "sessions", "agents"}
+COST_VIEWS = {"session_costs", "agent_costs", "cost_daily"}
 
 Envelope = tuple[str, dict[str, Any], bytes]
 
@@ -135,7 +138,7 @@ def test_migrations_apply_once_and_are_idempotent(fresh: Client) -> None:
     applied = apply_migrations(fresh)
     assert applied == [name for _, name, _ in migrations()]
     before = _schema_snapshot(fresh)
-    assert set(before) >= TABLES | VIEWS
+    assert set(before) >= TABLES | VIEWS | COST_VIEWS
     recorded = rows(fresh, "SELECT version, name FROM schema_migrations FINAL ORDER BY version")
     assert [(r["version"], r["name"]) for r in recorded] == [(v, n) for v, n, _ in migrations()]
 
@@ -164,6 +167,13 @@ def test_tables_have_the_documented_engines(store: Client) -> None:
     assert engines["messages"] == "ReplacingMergeTree"
     assert engines["message_envelopes"] == "Null"
     assert engines["dead_letters"] == "MergeTree"
+    assert engines["usage"] == engines["cost_states"] == "ReplacingMergeTree"
+    usage_keys = pairs(
+        store,
+        "SELECT name, sorting_key FROM system.tables WHERE database = currentDatabase()"
+        " AND name IN ('usage', 'cost_states')",
+    )
+    assert usage_keys == {"usage": "session_id, message_id, request_id", "cost_states": "session_id"}
     sorting = pairs(
         store,
         "SELECT name, sorting_key FROM system.tables WHERE database = currentDatabase()"
@@ -657,7 +667,11 @@ def test_docs_hold_ten_queries() -> None:
 
 
 def test_every_documented_query_runs_and_finds_rows(scripted: Client) -> None:
+    from agentwatch.store.usage import insert_usage, usage_rows
+    from tests.integration.test_cost_store import all_bodies
+
     insert(scripted, fixture_envelopes())
+    insert_usage(scripted, usage_rows([body for _, body in all_bodies()]))
     results: dict[str, list[int]] = {}
     for title, sql in documented_queries():
         result = scripted.query(sql)

@@ -27,7 +27,7 @@ ALTER TABLE events ADD COLUMN model LowCardinality(String) DEFAULT '' AFTER host
 
 ALTER TABLE message_envelopes ADD COLUMN model String;
 
-CREATE TABLE IF NOT EXISTS usage
+CREATE TABLE IF NOT EXISTS calls
 (
     ts DateTime,
     tokens UInt64
@@ -63,18 +63,18 @@ DEFAULT '' AFTER host, -- a, b
 
 ALTER TABLE message_envelopes ON CLUSTER '{cluster}' ADD COLUMN IF NOT EXISTS model String;
 
-CREATE TABLE IF NOT EXISTS usage_local ON CLUSTER '{cluster}'
+CREATE TABLE IF NOT EXISTS calls_local ON CLUSTER '{cluster}'
 (
     ts DateTime,
     tokens UInt64
 )
-ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/usage', '{replica}')
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/calls', '{replica}')
 ORDER BY ts;
 
--- usage: Distributed over usage_local, under the single-node name.
+-- calls: Distributed over calls_local, under the single-node name.
 -- By rand(): nothing to collapse, so any shard will do.
-CREATE TABLE IF NOT EXISTS usage ON CLUSTER '{cluster}' AS usage_local
-ENGINE = Distributed('{cluster}', 'agentwatch', 'usage_local', rand());
+CREATE TABLE IF NOT EXISTS calls ON CLUSTER '{cluster}' AS calls_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'calls_local', rand());
 
 CREATE TABLE IF NOT EXISTS costs_local ON CLUSTER '{cluster}'
 (
@@ -95,7 +95,13 @@ SELECT tool_use_id FROM events FINAL;
 """
 )
 
-KEYS = {"events": "cityHash64(id)", "messages": "cityHash64(id)", "costs": "cityHash64(id)"}
+KEYS = {
+    "events": "cityHash64(id)",
+    "messages": "cityHash64(id)",
+    "usage": "cityHash64(session_id)",
+    "cost_states": "cityHash64(session_id)",
+    "costs": "cityHash64(id)",
+}
 
 
 def with_extra(sql: str, name: str = "099_model") -> list[tuple[int, str, str]]:
@@ -137,6 +143,14 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
             for table in ("events_local", "events")
         ),
         f"CREATE VIEW IF NOT EXISTS coverage {ON_CLUSTER} AS",
+        # 006_usage: both tables sharded by session, so the copies of one API message meet.
+        f"CREATE TABLE IF NOT EXISTS usage_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS usage {ON_CLUSTER} AS usage_local",
+        f"CREATE TABLE IF NOT EXISTS cost_states_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS cost_states {ON_CLUSTER} AS cost_states_local",
+        f"CREATE VIEW IF NOT EXISTS session_costs {ON_CLUSTER} AS",
+        f"CREATE VIEW IF NOT EXISTS agent_costs {ON_CLUSTER} AS",
+        f"CREATE VIEW IF NOT EXISTS cost_daily {ON_CLUSTER} AS",
     ]
 
 
@@ -151,7 +165,7 @@ def test_the_output_splits_like_a_migration() -> None:
     """One statement per generated CREATE/ALTER, every one ending with `;` at the end of a line."""
     text = cluster_schema(with_extra(EXTRA), sharding_keys=KEYS)
     statements = split_statements(text)
-    assert len(statements) == len(heads(text)) == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 8
+    assert len(statements) == len(heads(text)) == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 8
     assert all(ON_CLUSTER in s for s in statements)
 
 
@@ -238,7 +252,13 @@ def test_an_unknown_construct_is_refused_with_the_statement_named(sql: str, reas
 def test_a_sharding_key_for_no_table_is_refused() -> None:
     with pytest.raises(ClusterSchemaError, match="SHARDING_KEYS names evnets, which no migration shards"):
         cluster_schema(
-            sharding_keys={"events": "cityHash64(id)", "messages": "cityHash64(id)", "evnets": "x"}
+            sharding_keys={
+                "events": "cityHash64(id)",
+                "messages": "cityHash64(id)",
+                "usage": "cityHash64(session_id)",
+                "cost_states": "cityHash64(session_id)",
+                "evnets": "x",
+            }
         )
 
 

@@ -925,3 +925,25 @@ def test_oversized_stdin_is_read_from_head_and_tail_not_parsed(monkeypatch: pyte
     assert len(encoded) <= DEFAULT_MAX_PAYLOAD
     assert token not in encoded.decode()
     assert env["redacted"] >= 1
+
+
+# --- usage subjects and stable ids ----------------------------------------------------------------
+
+
+def test_usage_subjects_are_told_from_a_hook_event_named_usage() -> None:
+    assert contract.usage_subject("lead.one") == "genie.agent.lead_one.usage"
+    assert contract.is_usage_subject("genie.agent.lead.usage")
+    assert not contract.is_usage_subject("genie.agent.lead.event.usage")
+    assert not contract.is_usage_subject(event_subject("Usage", "lead")[0])
+    assert not contract.is_usage_subject("genie.tool.lead.usage")
+    assert not contract.is_usage_subject("genie.msg.usage")
+
+
+def test_stable_ids_are_ulids_of_the_given_time_and_key() -> None:
+    one = contract.stable_event_id(1795345293424, "usage|s|m|r")
+    assert one == contract.stable_event_id(1795345293424, "usage|s|m|r")
+    assert one != contract.stable_event_id(1795345293424, "usage|s|m|r2")
+    assert len(one) == 26 and set(one) <= set("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+    assert event_id_time(one) == 1795345293.424
+    digest = hashlib.sha1(b"usage|s|m|r", usedforsecurity=False).digest()
+    assert contract.sha1_digest(b"usage|s|m|r") == digest

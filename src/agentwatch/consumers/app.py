@@ -100,6 +100,7 @@ def build(
         if status is not None:
             s = writer.stats
             summary = f"{s.stored} events and {s.messages} messages stored, {s.dead_letters} dead letters"
+            summary += f"; {s.usage} usage records stored" if s.usage else ""
             print(f"\nstopped: {summary}", file=status, flush=True)
 
     return Collector(app, broker, writer, store_client, query_client, applied)
@@ -160,7 +161,8 @@ async def _report(broker: NatsBroker, writer: StoreWriter, out: TextIO) -> None:
         waiting = "?" if pending is None else f"{pending[0] + pending[1] + writer.backlog:,}"
         errors = s.insert_failures + s.dead_letters
         line = (
-            f"{rate:>8,.0f} events/s | stored {s.stored:,} events, {s.messages:,} messages | "
+            f"{rate:>8,.0f} events/s | stored {s.stored:,} events, {s.messages:,} messages, "
+            f"{s.usage:,} usage | "
             f"pending {waiting} | errors {errors}"
         )
         if s.last_error:

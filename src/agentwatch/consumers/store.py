@@ -13,6 +13,10 @@ Failure handling:
   `dead_letters` with ClickHouse's reason and is acknowledged, and the rest flows on.
 - A body that is not an agentwatch envelope: dead-lettered with the reason, without an insert.
 - Redelivery after a crash: ReplacingMergeTree keyed by event id keeps one row (read with FINAL).
+
+Usage envelopes (genie.agent.{agent}.usage: token usage and cost-state records read from
+transcripts) take their own path: decoded and priced in a worker thread (store/usage.py) and
+inserted into `usage` and `cost_states`, keyed so that a message read or sent twice is one row.
 """
 
 from __future__ import annotations
@@ -33,7 +37,15 @@ from nats.aio.msg import Msg
 
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
-from agentwatch.contract import ALL_SUBJECTS, MESSAGE_SUBJECTS, EnvelopeError, decode_envelope, dumps
+from agentwatch.contract import (
+    ALL_SUBJECTS,
+    MESSAGE_SUBJECTS,
+    EnvelopeError,
+    decode_envelope,
+    dumps,
+    is_usage_subject,
+)
+from agentwatch.store.usage import UsageRows, insert_usage, usage_rows
 from agentwatch.store.writes import insert_batch, insert_dead_letters
 
 if TYPE_CHECKING:
@@ -54,6 +66,7 @@ class StoreStats:
     received: int = 0
     stored: int = 0
     messages: int = 0
+    usage: int = 0  # usage and cost-state records
     dead_letters: int = 0
     insert_failures: int = 0
     batches: int = 0
@@ -96,6 +109,7 @@ class StoreWriter:
         flush_seconds: float = 0.2,
         queue_batches: int = 8,
         insert: Callable[..., None] = insert_batch,
+        insert_usage_rows: Callable[..., None] = insert_usage,
         retry_max_seconds: float = 30.0,
     ) -> None:
         self.client = client
@@ -103,6 +117,7 @@ class StoreWriter:
         self.flush_seconds = flush_seconds
         self.stats = StoreStats()
         self._insert = insert
+        self._insert_usage = insert_usage_rows
         self._retry_max = retry_max_seconds
         self._queue: asyncio.Queue[list[Msg]] = asyncio.Queue(maxsize=queue_batches)
         self._stopping = False
@@ -162,8 +177,12 @@ class StoreWriter:
 
     async def write(self, msgs: list[Msg]) -> None:
         """Insert one batch (bisecting around bad messages), dead-letter the bad ones, ack all."""
-        good = [m for m in msgs if (b := m.data).startswith(_FAST_PREFIX) and b.endswith(b"}")]
+        usage = [m for m in msgs if m.subject.endswith(".usage") and is_usage_subject(m.subject)]
         dead: list[tuple[Msg, str]] = []
+        if usage:
+            msgs = [m for m in msgs if not (m.subject.endswith(".usage") and is_usage_subject(m.subject))]
+            usage = await self._store_usage(usage, dead, others=msgs)
+        good = [m for m in msgs if (b := m.data).startswith(_FAST_PREFIX) and b.endswith(b"}")]
         bodies: dict[int, bytes] = {}
         if len(good) < len(msgs):  # some bodies are not envelopes as the emitter writes them
             plain = set(map(id, good))
@@ -181,8 +200,36 @@ class StoreWriter:
         await self._insert_all(good, bodies, dead)
         if dead:
             await self._dead_letter(dead)
-        await ack_all(good)
+        await ack_all(good + usage)
         await ack_all([m for m, _ in dead])
+
+    async def _store_usage(
+        self, msgs: list[Msg], dead: list[tuple[Msg, str]], others: Sequence[Msg] = ()
+    ) -> list[Msg]:
+        """Price and insert usage envelopes (retrying while ClickHouse is away, holding `others`,
+        the rest of the batch, in progress too); the ones that are not usage envelopes go to
+        `dead`. Returns the ones stored."""
+        rows: UsageRows = await asyncio.to_thread(usage_rows, [m.data for m in msgs])
+        bad = {i for i, _ in rows.bad}
+        dead.extend((msgs[i], reason) for i, reason in rows.bad)
+        kept = [m for i, m in enumerate(msgs) if i not in bad]
+        delay = 0.25
+        while kept:
+            try:
+                await asyncio.to_thread(self._insert_usage, self.client, rows)
+            except Exception as exc:
+                if _error_code(exc) in _DATA_ERROR_CODES:  # these rows, not the server: never retried
+                    dead.extend((m, f"rejected by ClickHouse: {_reason(exc)}") for m in kept)
+                    return []
+                self.stats.insert_failures += 1
+                self.stats.last_error = _reason(exc)[:300]
+                log.warning("usage insert failed (%s); retrying in %.1fs", self.stats.last_error, delay)
+                await self._hold([*kept, *others], delay)
+                delay = min(delay * 2, self._retry_max)
+                continue
+            self.stats.usage += len(kept)
+            break
+        return kept
 
     async def _insert_all(
         self, msgs: list[Msg], bodies: dict[int, bytes], dead: list[tuple[Msg, str]]

@@ -19,8 +19,13 @@ import sys
 import time
 
 from agentwatch import config
-from agentwatch.contract import DEFAULT_MAX_PAYLOAD, encode_envelope, envelopes_from_stdin
+from agentwatch.contract import DEFAULT_MAX_PAYLOAD, USAGE_EVENTS, encode_envelope, envelopes_from_stdin
 from agentwatch.emitter.spool import DEFAULT_MAX_BYTES, Spool
+
+# On the events that close a piece of work (contract.USAGE_EVENTS) the hook reads what is new in
+# the agent's transcripts (agentwatch.emitter.usage, imported only then) within this share of its
+# deadline; the rest of a long transcript is read next time.
+READ_SHARE = 0.25
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,7 +124,9 @@ def _rebuild(header: bytes, raw: bytes, environ: Mapping[str, str], spool: Spool
     made = loads(header.decode("utf-8", "replace"))
     names = made.get("env") if isinstance(made.get("env"), dict) else {}
     env = {**{k: v for k, v in environ.items() if k not in ("GENIE_AGENT_NAME", "GENIE_TEAM")}, **names}
-    return _outgoing(raw, env, spool, host=str(made.get("host", "")), now=float(made.get("at", time.time())))
+    at = float(made.get("at", time.time()))
+    messages, _ = _outgoing(raw, env, spool, host=str(made.get("host", "")), now=at)
+    return messages
 
 
 def refit(max_payload: int) -> Callable[[bytes], bytes]:
@@ -156,6 +163,10 @@ class Publisher:
         self.max_payload = self._conn.max_payload
         # What this host learned before about the server: does a stream capture genie.>?
         self.stream = self._known = bus_knowledge(environ, self.server) if self.server else None
+
+    def renew(self, deadline: float) -> None:
+        """A new deadline for what follows (a command that publishes batch after batch)."""
+        self.deadline = self._conn.deadline = deadline
 
     def publish(self, messages: list[Message]) -> None:
         learned = self._conn.publish(messages, self.stream)
@@ -252,10 +263,23 @@ def _quiet() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
+def _no_offsets(keep: bool = True) -> None:
+    """Nothing was read from a transcript: nothing to remember."""
+
+
 def _outgoing(
-    raw: bytes, environ: Mapping[str, str], spool: Spool, host: str = "", now: float | None = None
-) -> list[Message]:
-    """The invocation's messages, encoded, numbered in their session, with the spool's backlog."""
+    raw: bytes,
+    environ: Mapping[str, str],
+    spool: Spool,
+    read_until: float | None = None,
+    *,
+    host: str = "",
+    now: float | None = None,
+) -> tuple[list[Message], Callable[[bool], None]]:
+    """The invocation's messages, encoded, numbered in their session, with the spool's backlog;
+    and, for an event that closes a piece of work, the usage read from its transcripts until
+    `read_until` (None: none read) with the function that remembers how far it read (or, given
+    False, how far it had read before). `host` and `now` are the run's (a rebuilt run's own)."""
     if not host:
         import _socket
 
@@ -267,7 +291,16 @@ def _outgoing(
 
         event["seq"] = next_seq(config.data_dir(environ), event["session_id"])
     event["spool_bytes"] = spool.pending_bytes()
-    return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing]
+    commit: Callable[[bool], None] = _no_offsets
+    if read_until is not None and event.get("event") in USAGE_EVENTS:
+        try:
+            from agentwatch.emitter.usage import hook_usage
+
+            usage, commit = hook_usage(event, environ, read_until)
+            outgoing.extend(usage)
+        except Exception as exc:  # a transcript it cannot read must not hold the event back
+            log_problem(environ, "usage", "reading the transcripts failed; the event goes alone", exc)
+    return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
 
 
 def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: float) -> str:
@@ -280,11 +313,13 @@ def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: floa
     publisher = None
     encoded: list[Message] = []
     held = ""
+    remember: Callable[[bool], None] = _no_offsets
     try:
         if len(raw) <= CAPTURE_MAX_BYTES:
             held = spool.capture(raw, _capture_header(environ))
-        encoded = _outgoing(raw, environ, spool)
+        encoded, remember = _outgoing(raw, environ, spool, started + deadline_s * READ_SHARE)
         held = spool.hold(encoded, held)
+        remember(True)  # the usage read is on disk: the next run reads on from here
         _run["phase"] = SENDING
         if _run["stop"]:  # asked to stop while the messages were made: they are safe now
             _quiet()
@@ -297,7 +332,7 @@ def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: floa
         _quiet()
         if publisher is not None:
             publisher.close()
-        return _spool(environ, spool, raw, encoded, held, exc)
+        return _spool(environ, spool, raw, encoded, held, exc, remember)
     spool.release(held)
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
@@ -319,11 +354,13 @@ def _spool(
     encoded: list[Message],
     held: str,
     exc: BaseException,
+    remember: Callable[[bool], None] = _no_offsets,
 ) -> str:
     """Keep what the bus did not confirm for a later run; what happened."""
     if not encoded:  # stopped before the messages were made: make them now, signals are off
-        encoded = _outgoing(raw, environ, spool)
+        encoded, _ = _outgoing(raw, environ, spool)  # the transcripts wait for the next run
     if not spool.settle(held, encoded):
+        remember(False)  # the usage read was dropped with the rest: read it again next time
         log_problem(environ, "spool_full", f"spool full ({spool.max_bytes} bytes): dropped {encoded[0][1]}")
         return "dropped"
     if isinstance(exc, Deadline):

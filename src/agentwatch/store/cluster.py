@@ -48,6 +48,10 @@ LOCAL_SUFFIX = "_local"
 SHARDING_KEYS: Mapping[str, str] = {
     "events": "cityHash64(id)",
     "messages": "cityHash64(id)",
+    # The copies of one API message (read again, sent again, imported) share its session, and a
+    # session's cost-state records their session: one shard each.
+    "usage": "cityHash64(session_id)",
+    "cost_states": "cityHash64(session_id)",
 }
 
 # MergeTree engines the generator replicates. All but MergeTree merge the rows of one sorting key

@@ -329,3 +329,66 @@ def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
     (stored of numbered events, over its hosts; NULL where the hook did not number them)."""
     where = "" if window_s is None else _SESSIONS_IN_WINDOW
     return Query(_SESSIONS_SQL.format(where=where), _window_params(window_s, limit))
+
+
+# --- cost ---------------------------------------------------------------------------------------
+
+COST_BY = ("session", "agent", "team", "model", "day")
+EPOCH = "1970-01-01 00:00:00.000"
+_COST_SUMS = (
+    "count() AS api_calls, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, "
+    "sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_5m_tokens) AS cache_write_5m_tokens, "
+    "sum(cache_write_1h_tokens) AS cache_write_1h_tokens, sum(cost_usd) AS priced_usd, "
+    "countIf(cost_usd IS NULL) AS unpriced_calls"
+)
+# NULL when no message could be priced (shown as unpriced), else what could be.
+_COST_USD = "if(api_calls > 0 AND unpriced_calls = api_calls, NULL, coalesce(priced_usd, 0)) AS cost_usd"
+# What each grouping shows before the sums, and how its rows are ordered. Fixed texts: `by` only
+# picks one; every value is a parameter.
+_COST_GROUPS: dict[str, tuple[str, str, str]] = {
+    "agent": (
+        "agent, argMax(parent_agent, timestamp) AS parent_agent, argMax(team, timestamp) AS team",
+        "agent",
+        "cost_usd DESC NULLS LAST, agent",
+    ),
+    "team": ("team", "team", "cost_usd DESC NULLS LAST, team"),
+    "model": ("model", "model", "cost_usd DESC NULLS LAST, model"),
+    "day": ("toDate(timestamp) AS day", "day", "day DESC"),
+}
+
+
+def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
+    """Tokens and cost per `by` (one of COST_BY) of the API messages since `since` (a UTC time,
+    `YYYY-MM-DD hh:mm:ss.sss`). Per session: whole sessions active since then, from the
+    session_costs view, with Claude Code's own total beside."""
+    if by not in COST_BY:
+        raise ValueError(f"cost by {by!r}: one of {', '.join(COST_BY)}")
+    params = {"since": since, "limit": int(limit)}
+    if by == "session":
+        return Query(
+            "SELECT session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens, "
+            "cache_write_5m_tokens, cache_write_1h_tokens, cost_usd, unpriced_calls, claude_cost_usd, "
+            "models, last_at FROM session_costs WHERE last_at >= {since:DateTime64(3, 'UTC')} "
+            "ORDER BY last_at DESC LIMIT {limit:UInt32}",
+            params,
+        )
+    keys, group, order = _COST_GROUPS[by]
+    # `keys`, `group` and `order` are fixed texts chosen by `by`; the values are parameters.
+    return Query(
+        f"SELECT *, {_COST_USD} FROM (SELECT {keys}, {_COST_SUMS} FROM usage FINAL "  # noqa: S608
+        "WHERE timestamp >= {since:DateTime64(3, 'UTC')} "
+        f"GROUP BY {group}) ORDER BY {order} LIMIT {{limit:UInt32}}",
+        params,
+    )
+
+
+def cost_total(since: str = EPOCH) -> Query:
+    """The totals of the API messages since `since`, and Claude Code's own totals of the sessions
+    whose last cost-state is that recent."""
+    return Query(
+        f"SELECT *, {_COST_USD}, (SELECT sum(total_cost_usd) FROM cost_states FINAL "  # noqa: S608
+        "WHERE timestamp >= {since:DateTime64(3, 'UTC')}) AS claude_cost_usd "
+        f"FROM (SELECT {_COST_SUMS}, uniqExact(session_id) AS sessions "
+        "FROM usage FINAL WHERE timestamp >= {since:DateTime64(3, 'UTC')})",
+        {"since": since},
+    )

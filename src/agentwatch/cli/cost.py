@@ -1,0 +1,157 @@
+"""`agentwatch cost`: tokens and dollars per session, agent, team, model or day, with totals.
+
+The numbers come from the store's `usage` table (one row per API message, priced by the store)
+and, per session, from Claude Code's own running total (`cost_states`) beside agentwatch's. A
+model the price table does not know is "unpriced": its tokens count, its cost is not guessed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any
+
+from agentwatch.cli.errors import CliError, require
+from agentwatch.format import truncate
+
+BY = ("session", "agent", "team", "model", "day")
+TOKENS = (
+    ("calls", "api_calls"),
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache read", "cache_read_tokens"),
+    ("write 5m", "cache_write_5m_tokens"),
+    ("write 1h", "cache_write_1h_tokens"),
+)
+# What each grouping shows before the counts: (header, column, width).
+KEYS: dict[str, tuple[tuple[str, str, int], ...]] = {
+    "session": (("session", "session_id", 36), ("agent", "agent", 24), ("team", "team", 20)),
+    "agent": (("agent", "agent", 28), ("parent", "parent_agent", 20), ("team", "team", 20)),
+    "team": (("team", "team", 32),),
+    "model": (("model", "model", 36),),
+    "day": (("day (UTC)", "day", 10),),
+}
+_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: dt.datetime | None = None) -> str:
+    """`7d`, `12h`, `30m`, `2w` ago, `today` (UTC), or a date or time (ISO, UTC unless it says) as
+    ClickHouse's DateTime64(3) parameter text, in UTC."""
+    now = now or dt.datetime.now(dt.UTC)
+    text = text.strip()
+    when: dt.datetime
+    if text == "today":
+        when = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    elif text[:-1].isdigit() and text[-1:] in _UNITS:
+        when = now - dt.timedelta(seconds=int(text[:-1]) * _UNITS[text[-1]])
+    else:
+        try:
+            when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise CliError(
+                f"--since {text!r}: give a duration (30m, 12h, 7d, 2w), `today`, or a date or time "
+                "(2026-11-01, 2026-11-01T09:00)"
+            ) from None
+        when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{when.microsecond // 1000:03d}"
+
+
+def money(cost: Any, unpriced: Any = 0) -> str:
+    """$ with four decimals; `unpriced` when nothing could be priced, a `*` when part could not."""
+    if cost is None:
+        return "unpriced"
+    return f"${float(cost):,.4f}" + ("*" if unpriced else "")
+
+
+def _cell(row: dict[str, Any], column: str, width: int) -> str:
+    value = row.get(column)
+    return truncate("" if value is None else str(value), width)
+
+
+def table(by: str, rows: list[dict[str, Any]]) -> list[str]:
+    """The lines of the table of `rows` grouped `by`."""
+    keys = KEYS[by]
+    headers = [h for h, _, _ in keys] + [h for h, _ in TOKENS] + ["cost"]
+    if by == "session":
+        headers.append("claude code")
+    lines = [headers]
+    for row in rows:
+        line = [_cell(row, column, width) for _, column, width in keys]
+        line += [f"{int(row[column] or 0):,}" for _, column in TOKENS]
+        line.append(money(row["cost_usd"], row["unpriced_calls"]))
+        if by == "session":
+            claude = row.get("claude_cost_usd")
+            line.append("-" if claude is None else money(claude))
+        lines.append(line)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    text = []
+    for n, line in enumerate(lines):
+        cells = [
+            cell.ljust(w) if i < len(keys) else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        ]
+        text.append("  ".join(cells).rstrip())
+        if n == 0:
+            text.append("  ".join("-" * w for w in widths))
+    return text
+
+
+def totals(total: dict[str, Any], since: str | None) -> list[str]:
+    n = {k: int(v or 0) for k, v in total.items() if k.endswith(("_tokens", "_calls", "sessions"))}
+    window = f" since {since} UTC" if since else ""
+    lines = [
+        f"total{window}: {n['api_calls']:,} API calls in {n['sessions']:,} sessions, "
+        f"{n['input_tokens']:,} input, {n['output_tokens']:,} output, {n['cache_read_tokens']:,} cache read, "
+        f"{n['cache_write_5m_tokens']:,} + {n['cache_write_1h_tokens']:,} cache write (5m + 1h) tokens: "
+        f"{money(total['cost_usd'], total['unpriced_calls'])}",
+    ]
+    claude = total.get("claude_cost_usd")
+    if claude:
+        lines.append(f"Claude Code's own total for these sessions: {money(claude)}")
+    if total["unpriced_calls"]:
+        lines.append(
+            f"* {int(total['unpriced_calls']):,} API calls of models the price table does not know are "
+            "counted in tokens, not in dollars"
+        )
+    return lines
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    require("cost", "tui", "nats", "orjson")
+    from agentwatch.cli.sql import run_sql
+    from agentwatch.store import queries
+
+    since = parse_since(args.since) if args.since else None
+    query = queries.cost(args.by, since or queries.EPOCH, args.limit)
+    total_query = queries.cost_total(since or queries.EPOCH)
+    result = run_sql(query.sql, params=query.params)
+    total = run_sql(total_query.sql, params=total_query.params)
+    for reply in (result, total):
+        if "error" in reply:
+            raise CliError(f"ClickHouse: {reply['error']}", 1)
+    rows = [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
+    if not rows and not total["rows"][0][total["columns"].index("api_calls")]:
+        print("no token usage stored yet: it arrives with the hook's Stop events, or run `agentwatch import`")
+        return 0
+    for line in table(args.by, rows):
+        print(line)
+    print()
+    for line in totals(dict(zip(total["columns"], total["rows"][0], strict=True)), since):
+        print(line)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cost = sub.add_parser(
+        "cost",
+        help="tokens and dollars per session, agent, team, model or day, with totals",
+        description="Tokens and dollars from the agents' transcripts (read by the hook at the end of each "
+        "piece of work, or by `agentwatch import`), priced by the store at the price of the day. "
+        "Per session, Claude Code's own total is shown beside.",
+    )
+    cost.add_argument("--by", choices=BY, default="session", help="how to group (default: session)")
+    cost.add_argument(
+        "--since", metavar="WHEN", help="only API calls since: 30m, 12h, 7d, 2w, today, or a date (UTC)"
+    )
+    cost.add_argument("--limit", type=int, default=50, help="rows to list (default 50)")
+    cost.set_defaults(func=cmd_cost)
