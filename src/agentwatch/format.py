@@ -117,3 +117,14 @@ def one_line(text: object, limit: int = 200) -> str:
     """Any text on one line, runs of whitespace as one space, at most `limit` characters (an
     error message or a traceback told in a status line or a table cell)."""
     return " ".join(str(text or "").split())[:limit]
+
+
+def money(usd: float | None, tokens: int = 0) -> str:
+    """$0.42, $12.3, $1,234; 'unpriced' for tokens no price is known for; '' for nothing at all."""
+    if usd is None:
+        return "unpriced" if tokens else ""
+    if usd < 10:
+        return f"${usd:.2f}"
+    if usd < 100:
+        return f"${usd:.1f}"
+    return f"${usd:,.0f}"

@@ -16,7 +16,8 @@ from textual.widgets import Static
 from agentwatch.contract import envelopes_from_stdin
 from agentwatch.tui import app as app_module
 from agentwatch.tui import common, help, table, tools_view, views
-from agentwatch.tui.app import SIDE_BY_SIDE_WIDTH, AgentwatchApp, EventScreen, HelpScreen
+from agentwatch.tui.app import AgentwatchApp, EventScreen, HelpScreen
+from agentwatch.tui.layout import SIDE_BY_SIDE_WIDTH
 from agentwatch.tui.sources import Deliver, Status
 from agentwatch.tui.table import Table
 from agentwatch.tui.tools_view import ToolsScreen

@@ -392,3 +392,25 @@ def cost_total(since: str = EPOCH) -> Query:
         "FROM usage FINAL WHERE timestamp >= {since:DateTime64(3, 'UTC')})",
         {"since": since},
     )
+
+
+# --- the dashboard's costs ----------------------------------------------------------------------
+
+# Per agent (its own, and with its subagents), per team, and the last hour's total: what the
+# roster, the team view and the status line show. One reply, three kinds of row.
+_TOKENS = "input_tokens + output_tokens + cache_read_tokens + cache_write_5m_tokens + cache_write_1h_tokens"
+# Built from constants only: nothing here comes from a person.
+DASHBOARD_COSTS = Query(
+    "SELECT 'agent' AS what, agent AS name, cost_usd AS usd, cost_with_subagents_usd AS usd_with_subagents, "  # noqa: S608
+    + _TOKENS
+    + " AS tokens, unpriced_calls AS unpriced FROM agent_costs "
+    "UNION ALL "
+    "SELECT 'team' AS what, team AS name, sum(cost_usd) AS usd, sum(cost_usd) AS usd_with_subagents, sum("
+    + _TOKENS
+    + ") AS tokens, sum(unpriced_calls) AS unpriced FROM session_costs WHERE team != '' GROUP BY team "
+    "UNION ALL "
+    "SELECT 'hour' AS what, '' AS name, sum(cost_usd) AS usd, sum(cost_usd) AS usd_with_subagents, sum("
+    + _TOKENS
+    + ") AS tokens, countIf(cost_usd IS NULL) AS unpriced FROM usage FINAL "
+    "WHERE timestamp >= now64(3) - INTERVAL 1 HOUR"
+)

@@ -27,8 +27,17 @@ from textual.widgets import Header, Input
 
 from agentwatch.format import age, clock
 from agentwatch.store import queries
-from agentwatch.tui.common import EventScreen, KeyBar, Line, Palette
+from agentwatch.tui.common import EventScreen, FilterInput, KeyBar, Line, Palette
+from agentwatch.tui.costs import Costs
 from agentwatch.tui.help import HelpScreen
+from agentwatch.tui.layout import (
+    ABOUT,
+    COMPACT_ROSTER_COLUMNS,
+    COMPACT_WIDTH,
+    ROSTER_COLUMNS,
+    SHORT_EVENTS,
+    SIDE_BY_SIDE_WIDTH,
+)
 from agentwatch.tui.model import Agent, Feed, FeedFilter, FeedLine, Roster, Team, sparkline
 from agentwatch.tui.sources import HistorySource, LiveSource, rows_as_envelopes
 from agentwatch.tui.table import Cell, Table
@@ -53,53 +62,11 @@ SORTS = ("state", "recent", "name", "errors")
 # Agents offered one by one in the command palette (the busiest-looking first).
 PALETTE_AGENTS = 100
 DARK, LIGHT = "textual-dark", "textual-light"
-# Below this width the roster sits above the feed, not beside it; below COMPACT_WIDTH the roster
-# keeps only the columns that say who is doing what.
-SIDE_BY_SIDE_WIDTH = 190
-COMPACT_WIDTH = 110
-ROSTER_COLUMNS = (("agent", 26), ("team", 12), ("state", 8), ("tool", 12), ("for", 4), ("seen", 4),
-                  ("calls", 5), ("err", 3), ("msg", 3), ("activity", 12))  # fmt: skip
-# Hook names too long for a narrow feed, and what they are called there.
-SHORT_EVENTS = {
-    "PostToolUseFailure": "ToolFailure",
-    "PermissionRequest": "Permission?",
-    "PermissionDenied": "Denied",
-    "UserPromptSubmit": "Prompt",
-    "UserPromptExpansion": "Prompt+",
-    "InstructionsLoaded": "Instructions",
-}
-COMPACT_ROSTER_COLUMNS = (("agent", 20), ("state", 8), ("tool", 10), ("for", 4), ("calls", 5), ("err", 3))
-
-
-_COMPACT_NAMES = ", ".join(name for name, _ in COMPACT_ROSTER_COLUMNS)
-# What the help screen says of the live view, a paragraph a line (wrapped to the screen); its keys
-# come from the bindings themselves.
-ABOUT = (
-    "agentwatch: live activity of your agents",
-    "",
-    "Roster: one row per agent, subagents and teammates under their lead.",
-    "  state  working (a tool is running) · waiting (for permission) · thinking",
-    "         idle (turn over) · stopped (session ended) · failed (API error)",
-    "Feed: one line per event, newest at the bottom. agent:NAME in its filter narrows the roster too.",
-    "Filter (/): Enter applies it and returns to the feed; Escape clears it, Escape again leaves it.",
-    f"The roster sits beside the feed on terminals of {SIDE_BY_SIDE_WIDTH} columns or more, above it on "
-    f"narrower ones; below {COMPACT_WIDTH} columns it shows only {_COMPACT_NAMES}.",
-)
-
-
-class FilterInput(Input):
-    """The feed's filter box: Enter applies it and returns to the feed; Escape clears it, or
-    leaves it when it is empty."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "leave", "Clear", tooltip="clear the filter; on an empty one, back to the feed"),
-    ]
-
-    def action_leave(self) -> None:
-        if self.value:
-            self.value = ""
-        else:
-            self.screen.query_one("#feed").focus()
+# Costs come from the store (it prices what the hooks read from the transcripts): asked again this
+# often, and a second after usage arrives on the bus.
+COST_REFRESH_SECONDS = 5.0
+COST_AFTER_USAGE_SECONDS = 1.0
+USAGE_KINDS = frozenset({"usage", "cost_state"})
 
 
 class AgentwatchApp(App[None]):
@@ -165,6 +132,8 @@ class AgentwatchApp(App[None]):
         self._main: Screen[Any] | None = None
         self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
         self._compact = False
+        self.costs = Costs()
+        self._cost_due = False
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -190,6 +159,8 @@ class AgentwatchApp(App[None]):
         if self.history is not None:
             self.load_history()
             self.set_timer(HISTORY_PATIENCE, self._stop_waiting_for_history)
+            self.load_costs()
+            self.set_interval(COST_REFRESH_SECONDS, self.load_costs)
         self.repaint()
         # Everything built so far (Textual's widgets, styles, the app) lives as long as the app:
         # out of the collector's way. Full collections walk every object Textual's render caches
@@ -251,6 +222,22 @@ class AgentwatchApp(App[None]):
         envelopes = rows_as_envelopes(result)
         self.call_from_thread(self._apply_history, envelopes)
 
+    @work(thread=True, exclusive=True, group="costs")
+    def load_costs(self) -> None:
+        """What each agent and team cost, and the last hour, as the store priced them."""
+        assert self.history is not None
+        self._cost_due = False
+        try:
+            result = self.history.query(*queries.DASHBOARD_COSTS)
+        except Exception:
+            return
+        if "error" not in result:
+            self.call_from_thread(self._costs_in, result.get("rows", []))
+
+    def _costs_in(self, rows: list[list[Any]]) -> None:
+        self.costs.update(rows)
+        self._dirty = True
+
     def _history_failed(self, text: str) -> None:
         self._store_status(f"{text}; retrying")
         self.set_timer(HISTORY_RETRY_SECONDS, self.load_history)
@@ -265,7 +252,13 @@ class AgentwatchApp(App[None]):
         self._dirty = True
 
     def apply(self, env: dict[str, Any], raw: bytes | None = None) -> None:
-        """One envelope into the model: feed, roster (and the agent's timeline), team."""
+        """One envelope into the model: feed, roster (and the agent's timeline), team. Token usage
+        is no event a person reads: it makes the costs be asked again, soon."""
+        if env.get("kind") in USAGE_KINDS:
+            if not self._cost_due and self.history is not None:
+                self._cost_due = True
+                self.set_timer(COST_AFTER_USAGE_SECONDS, self.load_costs)
+            return
         line = self.feed.add(FeedLine.of(env, raw))
         self.roster.apply(env, line)
         self.team.apply(env)
@@ -382,6 +375,8 @@ class AgentwatchApp(App[None]):
             f" · sorted by {self.sort}",
             style="dim",
         )
+        if costs := self.costs.status():
+            bus.append(f"   {costs}", style="dim")
         if not self.feed.total and self._history_done:
             bus.append(f"   {EMPTY_HINT}", style=f"bold {pal.status['running']}")
         if extra:
@@ -408,6 +403,8 @@ class AgentwatchApp(App[None]):
             "calls": str(agent.tool_calls),
             "err": Text(str(agent.errors), style=pal.error if agent.errors else ""),
             "msg": str(agent.messages),
+            "cost": self.costs.own(agent.name),
+            "+subs": self.costs.with_subagents(agent.name),
             "activity": sparkline(list(agent.activity)[-12:]),
         }
         return [cells[key] for key in self._roster_keys]

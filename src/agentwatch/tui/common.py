@@ -13,7 +13,7 @@ from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from agentwatch.tui.model import FAILED, IDLE, STOPPED, THINKING, WAITING, WORKING
 
@@ -149,3 +149,18 @@ class Line(Static):
 
     def render(self) -> RenderResult:
         return self._line
+
+
+class FilterInput(Input):
+    """The feed's filter box: Enter applies it and returns to the feed; Escape clears it, or
+    leaves it when it is empty."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "leave", "Clear", tooltip="clear the filter; on an empty one, back to the feed"),
+    ]
+
+    def action_leave(self) -> None:
+        if self.value:
+            self.value = ""
+        else:
+            self.screen.query_one("#feed").focus()
