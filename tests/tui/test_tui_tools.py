@@ -225,16 +225,16 @@ TOOL_ROWS = [
 ]
 SESSION_COLUMNS = ["session_id", "agent", "team", "host", "started", "ended", "end_reason", "last_seen",
                    "duration_ms", "seen_s", "events", "tool_calls", "errors", "prompts", "subagents",
-                   "outcome", "coverage_pct"]  # fmt: skip
+                   "outcome", "coverage_pct", "cost_usd", "tokens"]  # fmt: skip
 SESSION_ROWS = [
     [FAILED, "main-b0b0f000", "session-b0b0f000", "host-1", "2026-11-22T01:00:00Z", None, "",
-     "2026-11-22T01:01:00Z", 60_000, 1140, 3, 0, 1, 1, 0, "failed", 100.0],
+     "2026-11-22T01:01:00Z", 60_000, 1140, 3, 0, 1, 1, 0, "failed", 100.0, 0.4213, 12_000],
     [RUNNING, "main-5e55a000", "session-5e55a000", "host-1", "2026-11-22T00:40:00Z", None, "",
-     "2026-11-22T01:19:00Z", 2_340_000, 60, 50, 24, 3, 1, 0, "running", 92.5],
+     "2026-11-22T01:19:00Z", 2_340_000, 60, 50, 24, 3, 1, 0, "running", 92.5, None, 5_000],
     [IDLE, "researcher-with-a-long-name", "alpha", "host-2", "2026-11-21T23:20:00Z", None, "",
-     "2026-11-22T01:11:00Z", 6_660_000, 540, 4, 1, 0, 1, 2, "idle", None],
+     "2026-11-22T01:11:00Z", 6_660_000, 540, 4, 1, 0, 1, 2, "idle", None, None, 0],
     [ENDED, "main-c0c0e000", "session-c0c0e000", "host-1", "2026-11-21T22:20:00Z", "2026-11-21T22:30:00Z",
-     "logout", "2026-11-21T22:30:00Z", 600_000, 10_200, 5, 1, 0, 1, 0, "ended", 99.8],
+     "logout", "2026-11-21T22:30:00Z", 600_000, 10_200, 5, 1, 0, 1, 0, "ended", 99.8, 12.5, 900_000],
 ]  # fmt: skip
 
 

@@ -274,7 +274,12 @@ WHERE (session_id, tool_use_id) IN (
 """
 
 _SESSIONS_SQL = """\
-SELECT s.*, cov.coverage_pct AS coverage_pct
+SELECT
+    s.session_id AS session_id, s.agent AS agent, s.team AS team, s.host AS host,
+    s.started AS started, s.ended AS ended, s.end_reason AS end_reason, s.last_seen AS last_seen,
+    s.duration_ms AS duration_ms, s.seen_s AS seen_s, s.events AS events, s.tool_calls AS tool_calls,
+    s.errors AS errors, s.prompts AS prompts, s.subagents AS subagents, s.outcome AS outcome,
+    cov.coverage_pct AS coverage_pct, cost.cost_usd AS cost_usd, cost.tokens AS tokens
 FROM
 (
     SELECT
@@ -292,6 +297,14 @@ LEFT JOIN
     FROM coverage
     GROUP BY session_id
 ) AS cov ON cov.session_id = s.session_id
+LEFT JOIN
+(
+    SELECT
+        session_id, cost_usd,
+        input_tokens + output_tokens + cache_read_tokens + cache_write_5m_tokens + cache_write_1h_tokens
+            AS tokens
+    FROM session_costs
+) AS cost ON cost.session_id = s.session_id
 ORDER BY s.started DESC, s.session_id"""
 
 _SESSIONS_IN_WINDOW = """\
@@ -325,8 +338,9 @@ def tool_stats(window_s: int | None, sort: str = "calls", limit: int = TOOLS_LIM
 def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
     """The sessions with an event in the last `window_s` seconds (None: ever), newest first (by
     start), at most `limit`: the `sessions` view's columns, plus duration_ms (start to end, or to
-    the latest event while not ended), seen_s (seconds since the latest event) and coverage_pct
-    (stored of numbered events, over its hosts; NULL where the hook did not number them)."""
+    the latest event while not ended), seen_s (seconds since the latest event), coverage_pct
+    (stored of numbered events, over its hosts; NULL where the hook did not number them), and
+    cost_usd and tokens from session_costs (NULL cost: no price known, or no usage read)."""
     where = "" if window_s is None else _SESSIONS_IN_WINDOW
     return Query(_SESSIONS_SQL.format(where=where), _window_params(window_s, limit))
 

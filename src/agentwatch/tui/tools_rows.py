@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from rich.style import Style
 from rich.text import Text
 
-from agentwatch.format import age, day_time, duration, one_line, rate, shorten
+from agentwatch.format import age, day_time, duration, money, one_line, rate, shorten
 from agentwatch.store import queries
 
 
@@ -46,10 +46,10 @@ TOOL_COLUMNS_WIDE = ("tool", "calls", "fail", "fail%", "p50", "p95", "max", "den
                      "last error")  # fmt: skip
 SESSION_COLUMNS = ("session", "agent", "start UTC", "dur", "events", "calls", "err", "cov%", "outcome")
 SESSION_COLUMNS_WIDE = ("session", "agent", "team", "start UTC", "duration", "seen", "events", "calls", "err",
-                        "prompts", "subs", "cov%", "outcome", "end reason")  # fmt: skip
+                        "prompts", "subs", "cov%", "cost", "outcome", "end reason")  # fmt: skip
 NUMERIC_COLUMNS = frozenset(
     {"calls", "fail", "fail%", "p50", "p95", "max", "denied", "unpaired", "dur", "duration", "seen", "events",
-     "err", "prompts", "subs", "cov%"}
+     "err", "prompts", "subs", "cov%", "cost"}
 )  # fmt: skip
 
 
@@ -167,7 +167,12 @@ def _coverage(pct: object, colors: Mapping[str, Style]) -> Text:
 
 
 def session_cells(
-    row: Mapping[str, Any], colors: Mapping[str, Style], now: float, agent_width: int, session_width: int
+    row: Mapping[str, Any],
+    colors: Mapping[str, Style],
+    now: float,
+    agent_width: int,
+    session_width: int,
+    team_width: int = 16,
 ) -> dict[str, Text]:
     """A row of active_sessions as the cells of every session column, narrow and wide; the session
     id cut to `session_width` (a UUID's first group tells sessions apart)."""
@@ -178,7 +183,7 @@ def session_cells(
     return {
         "session": Text(str(row.get("session_id") or "")[:session_width]),
         "agent": Text(shorten(str(row.get("agent") or ""), agent_width)),
-        "team": Text(shorten(str(row.get("team") or ""), 16)),
+        "team": Text(shorten(str(row.get("team") or ""), team_width)),
         "start UTC": Text(day_time(parse_time(row.get("started")), now)),
         "dur": took,
         "duration": took,
@@ -189,6 +194,7 @@ def session_cells(
         "prompts": _right(str(whole(row.get("prompts")))),
         "subs": _right(str(whole(row.get("subagents")))),
         "cov%": _coverage(row.get("coverage_pct"), colors),
+        "cost": _right(money(number(row.get("cost_usd")), int(number(row.get("tokens")) or 0))),
         "outcome": Text(outcome, style=outcome_style.get(outcome, Style())),
         "end reason": Text(str(row.get("end_reason") or "")),
     }

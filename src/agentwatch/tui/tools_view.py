@@ -271,12 +271,18 @@ class ToolsScreen(Screen[None]):
 
     def _paint_sessions(self) -> None:
         colors, now = self._colors(), self.clock()
-        agent_width = 17 if self._wide else 10  # room for the coverage column at 80 and 140 columns
+        # The coverage and cost columns need room at 80 and 140 columns; from FULL_SESSION_AT on,
+        # names are whole again.
+        full = self.size.width >= FULL_SESSION_AT
+        agent_width = 19 if full else 10
         session_width = 36 if self.size.width >= FULL_SESSION_AT else 8
         self._fill(
             "#tools-sessions",
             SESSION_COLUMNS_WIDE if self._wide else SESSION_COLUMNS,
-            [session_cells(row, colors, now, agent_width, session_width) for row in self.session_rows],
+            [
+                session_cells(row, colors, now, agent_width, session_width, 16 if full else 13)
+                for row in self.session_rows
+            ],
         )
         pane = self.query_one("#tools-sessions-pane", Vertical)
         pane.border_title = f"sessions active {window_phrase(self.window)} · newest first"
