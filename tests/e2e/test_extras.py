@@ -155,11 +155,27 @@ def test_the_tui_extra_opens_the_dashboard_and_runs_sql(
     assert "LOADED \n" in out, "the dashboard loaded none of FastStream, chDB, pandas, pyarrow, consumers"
 
 
+ENGINES = """
+import importlib.metadata as metadata
+for name in ("chdb-core-lite", "chdb-core", "chdb"):
+    try:
+        print(name, metadata.version(name))
+    except metadata.PackageNotFoundError:
+        pass
+"""
+
+
 def test_the_consumers_extra_runs_up(wheel: Path, tmp_path: Path) -> None:
     bin_dir = fresh_venv(tmp_path / "venv", wheel, "consumers")
     env = clean_env(
         AGENTWATCH_DATA_DIR=str(tmp_path / "up"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
     )
+    # The embedded engine is chDB's lite build alone: neither the 530 MB library of chdb-core nor
+    # the `chdb` wrapper (pyproject.toml says why; the README has the sizes).
+    engines = run(bin_dir, "python", "-c", ENGINES, env=env)
+    assert engines.returncode == 0, engines.stderr
+    installed = [line.split()[0] for line in engines.stdout.decode().splitlines()]
+    assert installed == ["chdb-core-lite"], engines.stdout
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     up = subprocess.Popen(
         [str(bin_dir / "agentwatch"), "up"],

@@ -149,8 +149,8 @@ def schemas(chdb_engine: tuple[str, Client]) -> Iterator[tuple[Client, Client]]:
     yield single, cluster
     single.close()
     cluster.close()
-    root.command("DROP DATABASE deploy_single SYNC")
-    root.command("DROP DATABASE deploy_cluster SYNC")
+    root.command("DROP DATABASE deploy_single")  # not SYNC: see chdb_database in tests/services.py
+    root.command("DROP DATABASE deploy_cluster")
 
 
 COLUMN_SQL = (
@@ -292,8 +292,8 @@ def later_schemas(chdb_engine: tuple[str, Client]) -> Iterator[tuple[Client, Cli
     yield single, cluster
     single.close()
     cluster.close()
-    root.command("DROP DATABASE later_single SYNC")
-    root.command("DROP DATABASE later_cluster SYNC")
+    root.command("DROP DATABASE later_single")  # not SYNC: see chdb_database in tests/services.py
+    root.command("DROP DATABASE later_cluster")
 
 
 def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Client, Client]) -> None:
