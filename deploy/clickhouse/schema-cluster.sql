@@ -66,7 +66,7 @@
 -- ReplacingMergeTree on (timestamp, id): id is unique per event and timestamp comes from the
 -- same envelope, so a redelivered event has the same key and collapses to one row under FINAL
 -- (and at merge time). Both copies always land in the same monthly partition.
--- Retention is a TTL set by agentwatch.store.schema.apply_migrations, not here.
+-- Retention is a TTL set by agentwatch.store.migrations.apply_migrations, not here.
 --
 -- Statements in these files end with a semicolon at the end of a line, and nowhere else.
 CREATE TABLE IF NOT EXISTS events_local ON CLUSTER '{cluster}'
