@@ -91,11 +91,8 @@ def ensure_dir(path: str) -> str:
 
 def nats_url(environ: Mapping[str, str] = os.environ) -> str:
     """AGENTWATCH_NATS_URL, else genie's GENIE_NATS_URL, else the local default."""
-    return (
-        environ.get("AGENTWATCH_NATS_URL", "").strip()
-        or environ.get("GENIE_NATS_URL", "").strip()
-        or DEFAULT_NATS_URL
-    )
+    source = nats_url_source(environ)
+    return DEFAULT_NATS_URL if source == "default" else environ[source].strip()
 
 
 def nats_url_source(environ: Mapping[str, str] = os.environ) -> str:

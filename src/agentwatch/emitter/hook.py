@@ -107,14 +107,18 @@ def spool_for(environ: Mapping[str, str]) -> Spool:
 CAPTURE_MAX_BYTES = 1 << 20
 
 
-def _capture_header(environ: Mapping[str, str]) -> bytes:
+def _capture_header(environ: Mapping[str, str], host: str) -> bytes:
     """What a later process needs to make this run's messages as this run would have."""
-    import _socket
-
     from agentwatch.jsonfast import dumps
 
     names = {k: environ[k] for k in ("GENIE_AGENT_NAME", "GENIE_TEAM") if environ.get(k)}
-    return dumps({"at": time.time(), "host": _socket.gethostname(), "env": names}).encode()
+    return dumps({"at": time.time(), "host": host, "env": names}).encode()
+
+
+def _hostname() -> str:
+    import _socket
+
+    return str(_socket.gethostname())
 
 
 def _rebuild(header: bytes, raw: bytes, environ: Mapping[str, str], spool: Spool) -> list[Message]:
@@ -280,16 +284,14 @@ def _outgoing(
     and, for an event that closes a piece of work, the usage read from its transcripts until
     `read_until` (None: none read) with the function that remembers how far it read (or, given
     False, how far it had read before). `host` and `now` are the run's (a rebuilt run's own)."""
-    if not host:
-        import _socket
-
-        host = _socket.gethostname()
-    outgoing = envelopes_from_stdin(raw, environ, host=host, now=now)
+    outgoing = envelopes_from_stdin(raw, environ, host=host or _hostname(), now=now)
     event = outgoing[0][1]
     if event.get("session_id"):
-        from agentwatch.emitter.sequence import next_seq
+        from agentwatch.emitter import sequence
 
-        event["seq"] = next_seq(config.data_dir(environ), event["session_id"])
+        event["seq"] = sequence.next_seq(config.data_dir(environ), event["session_id"])
+        if event.get("event") == "SessionEnd":  # a good moment to forget long-gone sessions' counters
+            sequence.prune(config.data_dir(environ))
     event["spool_bytes"] = spool.pending_bytes()
     commit: Callable[[bool], None] = _no_offsets
     if read_until is not None and event.get("event") in USAGE_EVENTS:
@@ -315,9 +317,10 @@ def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: floa
     held = ""
     remember: Callable[[bool], None] = _no_offsets
     try:
+        host = _hostname()
         if len(raw) <= CAPTURE_MAX_BYTES:
-            held = spool.capture(raw, _capture_header(environ))
-        encoded, remember = _outgoing(raw, environ, spool, started + deadline_s * READ_SHARE)
+            held = spool.capture(raw, _capture_header(environ, host))
+        encoded, remember = _outgoing(raw, environ, spool, started + deadline_s * READ_SHARE, host=host)
         held = spool.hold(encoded, held)
         remember(True)  # the usage read is on disk: the next run reads on from here
         _run["phase"] = SENDING

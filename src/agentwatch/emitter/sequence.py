@@ -42,21 +42,25 @@ def next_seq(data_dir: str, session_id: str) -> int:
         os.close(fd)
 
 
-def prune(data_dir: str, now: float | None = None) -> int:
-    """Remove counters untouched for PRUNE_AFTER_S; how many."""
+def remove_untouched(folder: str, older_than_s: float, now: float | None = None) -> int:
+    """Remove the files of `folder` not modified for `older_than_s`; how many."""
     now = time.time() if now is None else now
-    folder = os.path.join(data_dir, "seq")
     removed = 0
     try:
         names = os.listdir(folder)
-    except FileNotFoundError:
+    except OSError:
         return 0
     for name in names:
         path = os.path.join(folder, name)
         try:
-            if now - os.stat(path).st_mtime > PRUNE_AFTER_S:
+            if now - os.stat(path).st_mtime > older_than_s:
                 os.unlink(path)
                 removed += 1
         except OSError:
             continue
     return removed
+
+
+def prune(data_dir: str, now: float | None = None) -> int:
+    """Remove counters untouched for PRUNE_AFTER_S; how many."""
+    return remove_untouched(os.path.join(data_dir, "seq"), PRUNE_AFTER_S, now)

@@ -140,21 +140,9 @@ class Offsets:
 
     def prune(self, now: float | None = None) -> int:
         """Remove the files of transcripts untouched for PRUNE_AFTER_S; how many."""
-        now = time.time() if now is None else now
-        removed = 0
-        try:
-            names = os.listdir(self.directory)
-        except OSError:
-            return 0
-        for name in names:
-            path = os.path.join(self.directory, name)
-            try:
-                if now - os.stat(path).st_mtime > PRUNE_AFTER_S:
-                    os.unlink(path)
-                    removed += 1
-            except OSError:
-                continue
-        return removed
+        from agentwatch.emitter.sequence import remove_untouched
+
+        return remove_untouched(self.directory, PRUNE_AFTER_S, now)
 
 
 def _head(path: str, size: int) -> bytes:
