@@ -73,7 +73,11 @@ def test_fixture_payload_arrives_on_its_subject(
 ) -> None:
     server, collector = bus
     env = clean_env(**hook_environ)
-    env.update(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=server.url)
+    # The subject and envelope are what this checks; the one 716 KB payload takes most of the
+    # default deadline to redact, and a loaded machine would have it spooled instead.
+    env.update(
+        AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=server.url, AGENTWATCH_DEADLINE_MS="3000"
+    )
     raw = json.dumps(payload, ensure_ascii=False).encode()
     result = run_emit(raw, env)
     assert result.returncode == 0
