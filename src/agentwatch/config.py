@@ -70,6 +70,13 @@ SETTINGS: tuple[Setting, ...] = (
             "before JetStream redelivers an unacknowledged message"),
     Setting("AGENTWATCH_MAX_DELIVER", "10", "collector",
             "deliveries before JetStream gives up on a message (it is then dead-lettered)"),
+    Setting("AGENTWATCH_ALERT_WEBHOOK_URL", "unset", "collector",
+            "POST each alert change as JSON to this URL"),
+    Setting("AGENTWATCH_ALERT_SLACK_URL", "unset", "collector",
+            "a Slack-compatible incoming webhook for each alert change (one line of text)"),
+    Setting("AGENTWATCH_ALERT_SINK_TIMEOUT", "5", "collector", "seconds a sink's POST may take"),
+    Setting("AGENTWATCH_ALERT_SINK_ATTEMPTS", "4", "collector",
+            "tries per delivery when a sink answers 5xx or 429 or cannot be reached"),
     Setting("AGENTWATCH_THEME", "textual-dark", "dashboard", "the dashboard's Textual theme"),
 )  # fmt: skip
 NAMES = frozenset(s.name for s in SETTINGS)
