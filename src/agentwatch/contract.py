@@ -535,10 +535,11 @@ def _headline_fields(text: str) -> Json:
 
 
 def envelopes_from_stdin(
-    raw: bytes, environ: Mapping[str, str], *, host: str = "", now: float | None = None
+    raw: bytes, environ: Mapping[str, str], *, host: str = "", now: float | None = None, cut: bool = False
 ) -> list[tuple[str, Json]]:
     """Every (subject, envelope) one hook invocation publishes: the event, and a message for a
-    SendMessage delivery. Never raises for bad input: that becomes an InvalidPayload envelope."""
+    SendMessage delivery. Never raises for bad input: that becomes an InvalidPayload envelope.
+    `cut`: the hook run was stopped before it read its stdin to the end (what it read is `raw`)."""
     text = raw.decode("utf-8", "replace")
     if len(raw) > MAX_PARSE_BYTES:
         head, n_head = redact_text(text[:16384])
@@ -555,6 +556,8 @@ def envelopes_from_stdin(
         payload: object = loads(text)
     except JSONError as exc:
         reason = "empty input" if not raw.strip() else f"not JSON ({exc})"
+        if cut:
+            reason = f"the hook run was stopped after reading {len(raw)} bytes of its input; {reason}"
         if raw and b"\xef\xbf\xbd" not in raw and "\ufffd" in text:
             reason = "not UTF-8; " + reason
         return [invalid_envelope(text, reason, environ, host=host, redacted=redactions)]

@@ -277,3 +277,62 @@ def test_a_run_killed_while_it_made_its_messages_is_rebuilt_from_its_stdin(tmp_p
         1,
     )
     assert env_obj["timestamp"].startswith("2026-11-18T")  # the run's own time, not the recovery's
+
+
+def test_a_run_killed_while_it_read_its_stdin_leaves_an_event_that_says_so(tmp_path: Path) -> None:
+    """Stdin goes to disk as it is read: a run killed before the end of its stdin (here half of it
+    was written when SIGKILL came) leaves an InvalidPayload event that says how far it read, kept
+    with the session it names, instead of nothing."""
+    data = tmp_path / "data"
+    env = clean_env(AGENTWATCH_DATA_DIR=str(data), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+    payload = json.dumps(
+        {"session_id": "cut-session", "hook_event_name": "UserPromptSubmit", "prompt": "y" * 4000}
+    ).encode()
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([tool("agentwatch-emit")], stdin=read_end, stdout=subprocess.PIPE, env=env)
+    os.close(read_end)
+    try:
+        os.write(write_end, payload[:2000])
+        capture = data / "spool" / "inflight" / str(proc.pid)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if capture.exists() and capture.read_bytes().endswith(payload[1990:2000]):
+                break
+            time.sleep(0.005)
+        else:
+            pytest.fail("the hook did not keep what it read in its in-flight file")
+        assert capture.read_bytes().startswith(b"#stdin -"), "marked as still reading"
+        proc.kill()
+        proc.communicate(timeout=10)
+    finally:
+        os.close(write_end)
+    status = run_cli("spool", "status", env=env)
+    assert "pending:  1 event message(s)" in status.stdout, status.stdout
+    (line,) = (data / "spool" / "queue").read_bytes().splitlines()
+    event = json.loads(line.split(b" ", 2)[2])
+    assert event["event"] == "InvalidPayload" and event["session_id"] == "cut-session"
+    assert "the hook run was stopped after reading 2000 bytes of its input" in event["data"]["error"]
+    assert event["seq"] == 1
+
+
+def test_a_stop_signal_while_stdin_is_read_waits_for_its_end_and_keeps_the_event(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    env = clean_env(AGENTWATCH_DATA_DIR=str(data), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}")
+    payload = json.dumps({"session_id": "term-session", "hook_event_name": "Stop"}).encode()
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([tool("agentwatch-emit")], stdin=read_end, stdout=subprocess.PIPE, env=env)
+    os.close(read_end)
+    os.write(write_end, payload[:10])
+    started = time.monotonic()
+    while not handles_sigterm(proc.pid) and time.monotonic() - started < 10:
+        time.sleep(0.002)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.1)
+    os.write(write_end, payload[10:])
+    os.close(write_end)
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and out == b""
+    (line,) = (data / "spool" / "queue").read_bytes().splitlines()
+    event = json.loads(line.split(b" ", 2)[2])
+    assert (event["event"], event["session_id"]) == ("Stop", "term-session")

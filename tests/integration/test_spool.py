@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -192,3 +194,47 @@ def test_without_a_stream_core_subscribers_get_each_event_once_and_nothing_waits
         assert not (tmp_path / "data" / "crash.jsonl").exists()
     finally:
         server.stop()
+
+
+def _capture_in_child(tmp_path: Path, kind: str, size: int, fsize_limit: int = 0) -> dict[str, Any]:
+    """Run Spool.capture_stdin in a child process fed `size` bytes through a pipe or a socket,
+    optionally with a file size limit (a disk that takes no more): what it returned and left."""
+    script = f"""
+import json, os, resource, signal, socket, sys, threading
+from agentwatch.emitter.spool import Spool
+payload = b"x" * {size}
+if {kind!r} == "pipe":
+    r, w = os.pipe()
+    writer = lambda: (os.write(w, payload), os.close(w))
+else:
+    a, b = socket.socketpair()
+    r = a.fileno()
+    writer = lambda: (b.sendall(payload), b.shutdown(socket.SHUT_WR))
+threading.Thread(target=writer).start()
+if {fsize_limit}:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, ({fsize_limit}, {fsize_limit}))
+spool = Spool({str(tmp_path / "spool")!r})
+raw, path = spool.capture_stdin(r, b'{{"at": 1}}')
+left = os.listdir(spool.inflight)
+kept = open(path, "rb").read() if path else b""
+print(json.dumps({{"same": raw == payload, "path": path, "left": left, "head": kept[:20].decode(),
+                  "kept": len(kept)}}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, check=True)
+    return dict(json.loads(done.stdout))
+
+
+def test_stdin_is_read_straight_into_the_in_flight_file_from_a_pipe_or_a_socket(tmp_path: Path) -> None:
+    for kind, size in (("pipe", 10), ("pipe", 3_000_000), ("socket", 200_000)):
+        got = _capture_in_child(tmp_path / kind / str(size), kind, size)
+        assert got["same"], (kind, size)
+        header = '#stdin +{"at": 1}\n'
+        assert got["head"] == (header + "x" * 20)[:20] and got["kept"] == len(header) + size, (kind, got)
+
+
+def test_a_disk_that_takes_no_more_keeps_the_whole_stdin_in_memory(tmp_path: Path) -> None:
+    got = _capture_in_child(tmp_path, "pipe", 50_000, fsize_limit=4096)
+    assert got["same"] and got["path"] == "" and got["left"] == []
+    got = _capture_in_child(tmp_path / "s", "socket", 50_000, fsize_limit=4096)
+    assert got["same"] and got["path"] == "" and got["left"] == []

@@ -20,7 +20,7 @@ import time
 
 from agentwatch import config
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, USAGE_EVENTS, encode_envelope, envelopes_from_stdin
-from agentwatch.emitter.spool import DEFAULT_MAX_BYTES, Spool
+from agentwatch.emitter.spool import COMPLETE, DEFAULT_MAX_BYTES, READING, Spool
 
 # On the events that close a piece of work (contract.USAGE_EVENTS) the hook reads what is new in
 # the agent's transcripts (agentwatch.emitter.usage, imported only then) within this share of its
@@ -102,11 +102,6 @@ def spool_for(environ: Mapping[str, str]) -> Spool:
     return spool
 
 
-# Stdin up to this size is kept on disk as read, before the hook parses it (a larger one is kept
-# once its messages are made): a hook killed while it makes them loses nothing.
-CAPTURE_MAX_BYTES = 1 << 20
-
-
 def _capture_header(environ: Mapping[str, str], host: str) -> bytes:
     """What a later process needs to make this run's messages as this run would have."""
     from agentwatch.jsonfast import dumps
@@ -125,11 +120,13 @@ def _rebuild(header: bytes, raw: bytes, environ: Mapping[str, str], spool: Spool
     """The messages of a run killed before it made them, from its capture."""
     from agentwatch.jsonfast import loads
 
-    made = loads(header.decode("utf-8", "replace"))
+    stopped_reading = header.startswith(READING)
+    made = loads(header.lstrip(READING + COMPLETE).decode("utf-8", "replace"))
     names = made.get("env") if isinstance(made.get("env"), dict) else {}
     env = {**{k: v for k, v in environ.items() if k not in ("GENIE_AGENT_NAME", "GENIE_TEAM")}, **names}
     at = float(made.get("at", time.time()))
-    messages, _ = _outgoing(raw, env, spool, host=str(made.get("host", "")), now=at)
+    host = str(made.get("host", ""))
+    messages, _ = _outgoing(raw, env, spool, host=host, now=at, stopped_reading=stopped_reading)
     return messages
 
 
@@ -279,12 +276,14 @@ def _outgoing(
     *,
     host: str = "",
     now: float | None = None,
+    stopped_reading: bool = False,
 ) -> tuple[list[Message], Callable[[bool], None]]:
     """The invocation's messages, encoded, numbered in their session, with the spool's backlog;
     and, for an event that closes a piece of work, the usage read from its transcripts until
     `read_until` (None: none read) with the function that remembers how far it read (or, given
-    False, how far it had read before). `host` and `now` are the run's (a rebuilt run's own)."""
-    outgoing = envelopes_from_stdin(raw, environ, host=host or _hostname(), now=now)
+    False, how far it had read before). `host` and `now` are the run's (a rebuilt run's own);
+    `stopped_reading`: the run was stopped before it had read its stdin to the end."""
+    outgoing = envelopes_from_stdin(raw, environ, host=host or _hostname(), now=now, cut=stopped_reading)
     event = outgoing[0][1]
     if event.get("session_id"):
         from agentwatch.emitter import sequence
@@ -305,21 +304,25 @@ def _outgoing(
     return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
 
 
-def run(raw: bytes, environ: Mapping[str, str], started: float, deadline_s: float) -> str:
+def run(
+    raw: bytes,
+    environ: Mapping[str, str],
+    started: float,
+    deadline_s: float,
+    spool: Spool,
+    held: str,
+    host: str,
+) -> str:
     """Publish one hook invocation; spool it if the bus does not confirm. Returns what happened.
 
-    The messages are on disk (in flight) before anything is sent, so even SIGKILL loses nothing.
+    `held`: the in-flight file holding the run's stdin ('' when it could not be written). The
+    messages replace it before anything is sent, so even SIGKILL loses nothing.
     """
     deadline = started + deadline_s
-    spool = spool_for(environ)
     publisher = None
     encoded: list[Message] = []
-    held = ""
     remember: Callable[[bool], None] = _no_offsets
     try:
-        host = _hostname()
-        if len(raw) <= CAPTURE_MAX_BYTES:
-            held = spool.capture(raw, _capture_header(environ, host))
         encoded, remember = _outgoing(raw, environ, spool, started + deadline_s * READ_SHARE, host=host)
         held = spool.hold(encoded, held)
         remember(True)  # the usage read is on disk: the next run reads on from here
@@ -381,18 +384,24 @@ def _is_unreachable(exc: BaseException) -> bool:
     return "cannot connect" in text or "Connection refused" in text or "cannot resolve" in text
 
 
-def _read_stdin() -> bytes:
-    chunks = []
+def _read_stdin(environ: Mapping[str, str], spool: Spool, host: str) -> tuple[bytes, str]:
+    """Stdin, read straight into the run's in-flight file (see Spool.capture_stdin), and that file;
+    read into memory alone when the file cannot be written (the run then spools as it can)."""
     try:
         fd = sys.stdin.fileno() if sys.stdin is not None else 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
     except (OSError, ValueError):
+        fd = 0
+    try:
+        return spool.capture_stdin(fd, _capture_header(environ, host))
+    except OSError:  # the spool cannot be written: the run finds out again, and logs it, when it spools
         pass
-    return b"".join(chunks)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError:
+        pass
+    return b"".join(chunks), ""
 
 
 def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = ()) -> str:
@@ -408,8 +417,9 @@ def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = 
         signal.signal(sig, _on_stop)
     _run.update(phase=PREPARING, stop=bool(stopped))  # stopped: before this module was loaded
     try:
-        raw = _read_stdin()
-        return run(raw, env, started, deadline_s)
+        spool, host = spool_for(env), _hostname()
+        raw, held = _read_stdin(env, spool, host)
+        return run(raw, env, started, deadline_s, spool, held, host)
     except Interrupted:
         return "interrupted"  # while draining the spool: what was not confirmed stays spooled
     except Deadline:

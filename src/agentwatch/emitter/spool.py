@@ -36,8 +36,11 @@ CHUNK_BYTES = 256 * 1024
 # An in-flight file older than this is recovered even if a process with its pid is alive (the
 # pid was reused): no hook run lives that long.
 INFLIGHT_STALE_S = 120.0
-# The first bytes of an in-flight file that holds a hook's stdin as read (not yet its messages).
+# The first bytes of an in-flight file that holds a hook's stdin as read (not yet its messages),
+# then one byte: READING while stdin is read into it, COMPLETE once its end was reached. (A capture
+# written by an earlier version has neither: its header follows the mark, whole.)
 RAW_MARK = b"#stdin "
+READING, COMPLETE = b"-", b"+"
 
 
 class SpoolStatus:
@@ -89,10 +92,34 @@ class Spool:
         os.replace(tmp, path)
         return path
 
-    def capture(self, raw: bytes, header: bytes) -> str:
-        """Keep the hook's stdin as it was read, before anything is made of it: a run killed
-        while it makes its messages is rebuilt from this. Its path."""
-        return self._write_inflight(RAW_MARK + header + b"\n" + raw)
+    def capture_stdin(self, stdin: int, header: bytes) -> tuple[bytes, str]:
+        """Read `stdin` to its end straight into this process's in-flight file, and return what was
+        read and the file's path. The bytes are never only in this process's memory: a pipe is
+        spliced into the file by the kernel (they leave the pipe as they enter the file), anything
+        else is written as each chunk is read. A run killed at any moment after this, or while it
+        makes its messages, is rebuilt from the file; one killed while reading leaves a capture
+        marked READING, made into an InvalidPayload event that says so."""
+        path = os.path.join(self.inflight, str(os.getpid()))
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        except FileNotFoundError:
+            os.makedirs(self.inflight, mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            start = os.write(fd, RAW_MARK + READING + header + b"\n")
+            size, unwritten = _drain(stdin, fd)
+            raw = os.pread(fd, size, start)
+            if unwritten is None:
+                os.pwrite(fd, COMPLETE, len(RAW_MARK))
+                return raw, path
+        finally:
+            os.close(fd)
+        # The file took no more (a full disk): the rest is read into memory and the capture, which
+        # holds only a part, is dropped. The run spools its messages as it can.
+        self.release(path)
+        while chunk := os.read(stdin, 1 << 20):
+            unwritten += chunk
+        return raw + unwritten, ""
 
     def hold(self, messages: list[Message], held: str = "") -> str:
         """Put `messages` in this process's in-flight file (in place of its capture) before they
@@ -335,6 +362,31 @@ class Spool:
         finally:
             os.close(lock)
         return sent, skipped
+
+
+def _drain(src: int, dst: int) -> tuple[int, bytes | None]:
+    """Move everything `src` yields until its end to the end of file `dst`: the bytes written, and
+    None, or, when `dst` refused a write, the bytes read and not written (the rest is left in `src`)."""
+    size = 0
+    splice = getattr(os, "splice", None)  # Linux, Python 3.10+
+    while splice is not None:
+        try:
+            moved = splice(src, dst, 1 << 20)
+        except OSError:  # not a pipe (a socket, a file), or a full disk: read and write below
+            break
+        if not moved:
+            return size, None
+        size += moved
+    while chunk := os.read(src, 1 << 20):
+        view = memoryview(chunk)
+        try:
+            while view:
+                written = os.write(dst, view)
+                view = view[written:]
+                size += written
+        except OSError:
+            return size, bytes(view)
+    return size, None
 
 
 def _lines(messages: list[Message]) -> bytes:
