@@ -7,6 +7,14 @@ replacement ever consumes a quote or a backslash that belongs to the JSON syntax
 Each rule has a trigger: substrings without which it cannot match. Most payloads contain none of
 them, so most hook runs import no `re` and compile nothing: that keeps the hook fast.
 
+A triggered rule must still be cheap on a payload of hundreds of kilobytes. Python's `re` scans
+fast only for a pattern that starts with a literal, so a token's word boundary is checked by a
+lookbehind placed after its literal prefix (`_after`), not before it; and the rules whose matches
+start with a name of any length (a URL's scheme, a JSON key, an assigned variable) or ignore case
+are tried only where a match can start: before each `://`, each key and each name before an `=`
+that end in a secret word, each `bearer` (`_starts_*`). `tests/unit/test_redact.py` checks that
+this finds exactly what a full scan finds.
+
 Standard library only: this module is on the hook's import path.
 """
 
@@ -30,6 +38,12 @@ _BENIGN = (
 )
 # Secret-looking JSON keys; usage counters such as input_tokens end in "s" and hold numbers anyway.
 _JSON_KEY = r"[A-Za-z0-9_\-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)"
+
+
+def _after(prefix: str) -> str:
+    """`prefix` (a fixed-width pattern) at the start of a token: the same as _B + prefix, written
+    so that the pattern starts with the literal, which `re` finds with a fast scan."""
+    return prefix + "(?<=" + _B + prefix + ")"
 
 
 def _compile(name: str, pattern: str) -> re.Pattern[str]:
@@ -104,28 +118,26 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
     (
         "openai_key",
         _cased("sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-", "T3BlbkFJ"),
-        _B
-        + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|"
-        + _B
-        + r"sk-[A-Za-z0-9_\-]*T3BlbkFJ[A-Za-z0-9_\-]*",
+        _after("sk-")
+        + r"(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|[A-Za-z0-9_\-]*T3BlbkFJ[A-Za-z0-9_\-]*)",
         _mark("openai_key"),
     ),
     (
         "aws_access_key",
         _cased("AKIA", "ASIA", "ABIA", "ACCA"),
-        _B + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+        _after("(?:AKIA|ASIA|ABIA|ACCA)") + r"[A-Z0-9]{16}\b",
         _mark("aws_access_key"),
     ),
     (
         "github_token",
         _cased("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        _B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        _after("g") + r"(?:h[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{22,})",
         _mark("github_token"),
     ),
     (
         "slack_token",
         _cased("xoxa-", "xoxb-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-"),
-        _B + r"xox[abposre]-[A-Za-z0-9\-]{10,}",
+        _after("xox") + r"[abposre]-[A-Za-z0-9\-]{10,}",
         _mark("slack_token"),
     ),
     (
@@ -134,24 +146,24 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
         r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
         "hooks.slack.com/" + _mark("slack_webhook"),
     ),
-    ("google_api_key", _cased("AIza"), _B + r"AIza[0-9A-Za-z_\-]{35}", _mark("google_api_key")),
-    ("google_oauth", _cased("ya29."), _B + r"ya29\.[0-9A-Za-z_\-]{20,}", _mark("google_oauth")),
+    ("google_api_key", _cased("AIza"), _after("AIza") + r"[0-9A-Za-z_\-]{35}", _mark("google_api_key")),
+    ("google_oauth", _cased("ya29."), _after(r"ya29\.") + r"[0-9A-Za-z_\-]{20,}", _mark("google_oauth")),
     (
         "jwt",
         _cased("eyJ"),
-        _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        _after("eyJ") + r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         _mark("jwt"),
     ),
     (
         "bearer",
         _any("bearer "),
-        r"(?i)(" + _B + r"bearer\s+)[A-Za-z0-9_\-.=+/~]{12,}",
+        r"(?i)(" + _after("bearer") + r"\s+)[A-Za-z0-9_\-.=+/~]{12,}",
         _keep_prefix("bearer"),
     ),
     (
         "basic_auth",
         _any("basic "),
-        r"(?i)(" + _B + r"authorization:\s*basic\s+)[A-Za-z0-9+/=]{8,}",
+        r"(?i)(" + _after("authorization:") + r"\s*basic\s+)[A-Za-z0-9+/=]{8,}",
         _keep_prefix("basic_auth"),
     ),
     (
@@ -179,6 +191,102 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
 )
 
 
+def _run_start(rev: str, end: int, run: re.Pattern[str]) -> int:
+    """Where the run of `run`'s characters that ends at `end` starts, in the text `rev` reverses
+    (a match on the reversed text, at C speed, where a loop back over the text would not be)."""
+    match = run.match(rev, len(rev) - end)
+    return end - (match.end() - match.start()) if match else end
+
+
+def _starts_url(text: str) -> list[int] | None:
+    """Where url_password can match: a scheme's letters before each `://`, where a word starts."""
+    run = _compile("_scheme_run", r"[A-Za-z0-9+.\-]*")
+    rev, out, p = text[::-1], [], text.find("://")
+    while p != -1:
+        r = _run_start(rev, p, run)
+        out.append(r)
+        out.extend(i + 1 for i in range(r, p - 1) if text[i] in "+.-")
+        p = text.find("://", p + 1)
+    return out
+
+
+def _starts_json_key(text: str) -> list[int] | None:
+    """Where json_key can match: the quote (or escaped quote) before each key that ends in one of
+    its secret words. None (scan it all) when lower-casing changed the text's length."""
+    low = text.lower()
+    if len(low) != len(text):
+        return None
+    run = _compile("_key_run", r"(?i)[A-Za-z0-9_\-]*")
+    rev, out = text[::-1], set()
+    for needle in _JSON_KEY_TRIGGER:
+        p = low.find(needle)
+        while p != -1:
+            r = _run_start(rev, p + len(needle) - (2 if needle.endswith('\\"') else 1), run)
+            if text[r - 1 : r] == '"':
+                out.add(r - 1)
+            if text[r - 2 : r] == '\\"':
+                out.add(r - 2)
+            p = low.find(needle, p + 1)
+    return sorted(out)
+
+
+def _starts_assignment(text: str) -> list[int] | None:
+    """Where assignment can match: the start of each name that ends in one of its secret words and
+    is followed by `=`. None (scan it all) when lower-casing changed the text's length."""
+    low = text.lower()
+    if len(low) != len(text):
+        return None
+    run = _compile("_name_run", r"(?i)[A-Za-z0-9_]*")
+    equals = _compile("_equals", r"\s*=")
+    rev, out = text[::-1], set()
+    for word in ("key", "token", "secret", "pwd", "passwd", "password"):
+        p = low.find(word)
+        while p != -1:
+            end = p + len(word)
+            if equals.match(text, end):
+                out.add(_run_start(rev, end, run))
+            p = low.find(word, p + 1)
+    return sorted(out)
+
+
+def _starts_bearer(text: str) -> list[int] | None:
+    """Where bearer can match: each `bearer`, in any case (none of its letters has a case-folding
+    look-alike outside ASCII, so lower-casing finds them all)."""
+    low = text.lower()
+    if len(low) != len(text):
+        return None
+    out, p = [], low.find("bearer")
+    while p != -1:
+        out.append(p)
+        p = low.find("bearer", p + 1)
+    return out
+
+
+_STARTS: dict[str, Callable[[str], list[int] | None]] = {
+    "bearer": _starts_bearer,
+    "url_password": _starts_url,
+    "json_key": _starts_json_key,
+    "assignment": _starts_assignment,
+}
+
+
+def _sub_at(rx: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str, starts: list[int]) -> str:
+    """rx.sub(repl, text), given every position where a match can start (in order): the same
+    result as the full scan when no match starts elsewhere."""
+    out, last = [], 0
+    for s in starts:
+        if s < last:
+            continue
+        m = rx.match(text, s)
+        if m is None:
+            continue
+        out.append(text[last:s])
+        out.append(repl(m))
+        last = m.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
 def redact_text(text: str) -> tuple[str, int]:
     """Return `text` with every secret replaced by a `[REDACTED:rule]` marker, and the count."""
     low = text.lower()
@@ -199,7 +307,8 @@ def redact_text(text: str) -> tuple[str, int]:
             changed += out != m.group(0)
             return out
 
-        text = rx.sub(counted, text)
+        starts = _STARTS[name](text) if name in _STARTS else None
+        text = rx.sub(counted, text) if starts is None else _sub_at(rx, counted, text, starts)
         total += changed
     return text, total
 

@@ -501,3 +501,57 @@ def test_token_inside_a_url_is_marked_once() -> None:
     assert GHP not in redacted
     assert command == "git clone https://[REDACTED:github_token]@github.com/acme/app.git /tmp/app"
     assert count == 1
+
+
+# Fragments that make the rules' hard cases: names that end in a secret word next to `=` and `:`,
+# quotes and escaped quotes, URL schemes with `+ . -`, letters that case-fold onto ASCII (long s,
+# Kelvin sign, dotted and dotless I) and others that do not, line breaks as JSON writes them.
+FRAGMENTS = (
+    "key", "KEY", "api_key", "apiKey", "my-api-key", "token", "Token", "secret", "_secret", "pwd",
+    "passwd", "password", "PASSWORD", "monkey", "=", " = ", "\t=", "==", '"', '\\"', ": ", ":", "://",
+    "https", "git+ssh", "a.b-c", "user", "@", "host", "/", " ", "\\n", "\\t", "'", "value123",
+    "s3cr3t-v4lue", "\u017f", "\u212a", "\u0131", "\u0130", "\u00e9", "-", ".", "+", ",", "}", "{",
+    "eyJhbGciOi", "bearer ", "Bearer ", "sk-ant-", "x" * 25, "$HOME", "null",
+    '"api_key": "', '"Token":"', '\\"password\\": \\"', '\\"db-secret\\":\\"', "https://", "git+ssh://",
+    "ci:", "hunter2@", "me:pa:ss@",
+)  # fmt: skip
+
+
+def _texts(count: int) -> list[str]:
+    import random
+
+    rng = random.Random(11)  # noqa: S311 - reproducible test input
+    texts = [json.dumps(payload) for _, payload, _ in all_fixtures()]
+    texts += ["".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 40))) for _ in range(count)]
+    return texts
+
+
+def test_rules_tried_only_where_a_match_can_start_find_what_a_full_scan_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rules that look for a name of any length are tried only where one can start; with that
+    turned off they scan every position: both must give the same text and the same count."""
+    from agentwatch import redact
+
+    texts = _texts(20000)
+    fast = [redact_text(t) for t in texts]
+    monkeypatch.setattr(redact, "_STARTS", {})
+    slow = [redact_text(t) for t in texts]
+    differ = [(t, f, s) for t, f, s in zip(texts, fast, slow, strict=True) if f != s]
+    assert differ == [], differ[:3]
+    assert sum(n for _, n in slow) > 1000, "the generated texts exercise the rules"
+
+
+def test_a_word_boundary_after_the_prefix_is_the_same_as_before_it() -> None:
+    import random
+    import re
+
+    from agentwatch.redact import _B, _after
+
+    rng = random.Random(5)  # noqa: S311 - reproducible test input
+    pieces = ("eyJ", "xeyJ", "\\neyJ", "\\\\eyJ", "_eyJ", " eyJ", "-eyJ", "\u00e9eyJ", "AKIA", "zAKIA")
+    for prefix in ("eyJ", "(?:AKIA|ASIA)"):
+        before, after = re.compile(_B + prefix), re.compile(_after(prefix))
+        for _ in range(3000):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+            assert [m.span() for m in before.finditer(text)] == [m.span() for m in after.finditer(text)], text
