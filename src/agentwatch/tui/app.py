@@ -21,6 +21,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Header, Input
@@ -307,13 +308,16 @@ class AgentwatchApp(App[None]):
         if not self._main_visible():
             self._dirty = self._dirty or drained > 0  # painted when the live view is back
             return
-        if drained or self._dirty:
-            self._dirty = False
-            self._paint_status()
-            self._paint_roster()
-            self._paint_feed()
-        elif self.roster:
-            self._paint_roster()  # ages and running times move on
+        try:
+            if drained or self._dirty:
+                self._dirty = False
+                self._paint_status()
+                self._paint_roster()
+                self._paint_feed()
+            elif self.roster:
+                self._paint_roster()  # ages and running times move on
+        except NoMatches:  # the app is closing: its timer outlived the live view's widgets
+            return
 
     def on_resize(self) -> None:
         if self._main is not None:
