@@ -90,6 +90,8 @@ HOOK_MODULES = (
     "agentwatch.emitter.spool",
     "agentwatch.emitter.hook",
     "agentwatch.emitter.wire",
+    "agentwatch.emitter.usage",
+    "agentwatch.emitter.transcripts",
 )
 
 
