@@ -428,3 +428,35 @@ DASHBOARD_COSTS = Query(
     + ") AS tokens, countIf(cost_usd IS NULL) AS unpriced FROM usage FINAL "
     "WHERE timestamp >= now64(3) - INTERVAL 1 HOUR"
 )
+
+
+# --- the dashboard's roster and team, from the rollups -------------------------------------------
+
+ROSTER_LIMIT = 300
+
+
+def roster(limit: int = ROSTER_LIMIT) -> Query:
+    """Every agent ever seen (the `agents` view, read from its rollup), newest first, at most
+    `limit`: the dashboard's roster starts from it, not from the recent events alone."""
+    return Query(
+        "SELECT agent, team, parent_agent, agent_type, session_id, host, last_seen, state, current_tool, "
+        "tool_calls, errors, messages_sent, events FROM agents ORDER BY last_seen DESC, agent "
+        "LIMIT {limit:UInt32}",
+        {"limit": int(limit)},
+    )
+
+
+def team_edges(window_s: int | None, limit: int = 500) -> Query:
+    """Who messaged whom in the hours that began within the last `window_s` seconds (None: ever),
+    from the edge_hourly rollup: sender, recipient, team, messages, the last one's time and summary."""
+    where = (
+        ""
+        if window_s is None
+        else "WHERE hour >= toStartOfHour(now() - toIntervalSecond({window_s:UInt32})) "
+    )
+    return Query(
+        "SELECT from_agent, to_agent, team, sum(messages) AS messages, max(last_at) AS last_at, "  # noqa: S608
+        f"argMaxMerge(last_summary) AS last_summary FROM edge_hourly {where}"
+        "GROUP BY from_agent, to_agent, team ORDER BY last_at DESC LIMIT {limit:UInt32}",
+        _window_params(window_s, limit),
+    )

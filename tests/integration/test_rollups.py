@@ -1,0 +1,172 @@
+"""The rollups (007_rollups.sql) against the raw history: every rollup-backed view answers exactly
+what the same question asked of `events FINAL` / `messages FINAL` answers, after events were
+inserted twice, redelivered after a merge, and when the rollups were built by the backfill over
+a store that existed before them."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+from clickhouse_connect.driver.client import Client
+
+from agentwatch.store import queries
+from agentwatch.store.migrations import (
+    MIGRATIONS_TABLE,
+    SCHEMA_DIR,
+    apply_migrations,
+    migrations,
+    split_statements,
+)
+from agentwatch.store.writes import insert_batch
+from tests.integration.test_schema import Envelope, _scripted, fixture_envelopes, split
+
+# The views as 004 defined them, over the raw tables: the reference answers.
+_RAW_VIEWS = ("sessions", "agents")
+
+# Per tool over the whole history, computed from the raw table with the rollup's own definitions.
+RAW_TOOL_STATS = """\
+SELECT
+    tool_name AS tool, countIf(event = 'PreToolUse') AS calls,
+    countIf(event = 'PostToolUseFailure') AS failures,
+    countIf(event = 'PostToolUseFailure' AND JSONExtractBool(data, 'is_interrupt')) AS interrupted,
+    countIf(event = 'PermissionDenied') AS denied, countIf(event != 'PreToolUse') AS finished,
+    if(finished = 0, NULL, round(100 * failures / finished, 1)) AS failure_pct,
+    countIf(event != 'PreToolUse' AND duration_ms IS NOT NULL) AS timed,
+    quantilesTimingIf(0.5, 0.95)(
+        assumeNotNull(duration_ms), event != 'PreToolUse' AND duration_ms IS NOT NULL
+    ) AS q,
+    if(timed = 0, NULL, toInt64(q[1])) AS p50_ms, if(timed = 0, NULL, toInt64(q[2])) AS p95_ms,
+    maxIf(duration_ms, event != 'PreToolUse') AS max_ms,
+    toUInt64(greatest(toInt64(calls) - toInt64(finished), 0)) AS unpaired,
+    argMaxIf(JSONExtractString(data, 'error'), (timestamp, id),
+             event = 'PostToolUseFailure' AND JSONExtractString(data, 'error') != '') AS last_error
+FROM events FINAL
+WHERE tool_name != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
+GROUP BY tool ORDER BY tool"""
+RAW_TOOL_STATS = f"SELECT * EXCEPT q FROM ({RAW_TOOL_STATS})"  # noqa: S608 - constants
+ROLLUP_TOOL_STATS = (
+    "SELECT tool, calls, failures, interrupted, denied, finished, failure_pct, timed, p50_ms, p95_ms, "
+    "max_ms, unpaired, last_error FROM tool_stats WHERE window = 'all' ORDER BY tool"
+)
+RAW_EDGES = (
+    "SELECT team, from_agent, to_agent, count() AS messages, max(timestamp) AS last_at, "
+    "argMax(summary, (timestamp, id)) AS last_summary FROM messages FINAL "
+    "GROUP BY team, from_agent, to_agent ORDER BY from_agent, to_agent, team"
+)
+ROLLUP_EDGES = "SELECT * FROM team_edges ORDER BY from_agent, to_agent, team"
+
+
+def raw_view(name: str) -> str:
+    """The CREATE VIEW of `name` from 004_views.sql, renamed raw_<name>."""
+    text = SCHEMA_DIR.joinpath("004_views.sql").read_text(encoding="utf-8")
+    for statement in split_statements(text):
+        if re.search(rf"CREATE VIEW IF NOT EXISTS {name} AS", statement):
+            return statement.replace(f"VIEW IF NOT EXISTS {name} AS", f"VIEW IF NOT EXISTS raw_{name} AS")
+    raise LookupError(name)
+
+
+def answers(client: Client, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in client.query(sql).result_rows]
+
+
+def assert_rollups_match_raw(client: Client) -> None:
+    for name in _RAW_VIEWS:
+        client.command(raw_view(name))
+        key = "session_id" if name == "sessions" else "agent"
+        raw = answers(client, f"SELECT * FROM raw_{name} ORDER BY {key}")  # noqa: S608 - fixed names
+        rolled = answers(client, f"SELECT * FROM {name} ORDER BY {key}")  # noqa: S608
+        assert rolled == raw, name
+        assert raw, name
+    assert answers(client, ROLLUP_TOOL_STATS) == answers(client, RAW_TOOL_STATS)
+    assert answers(client, ROLLUP_EDGES) == answers(client, RAW_EDGES)
+    assert answers(client, RAW_EDGES), "the scripted history has messages"
+
+
+def history() -> list[Envelope]:
+    return _scripted(time.time() - 20) + fixture_envelopes(time.time() - 4000)
+
+
+def test_duplicates_and_redelivery_after_a_merge_are_counted_once(chdb_database: Client) -> None:
+    apply_migrations(chdb_database)
+    envelopes = history()
+    events, messages = split(envelopes)
+    insert_batch(chdb_database, events + events[:5], messages + messages)  # repeats inside one batch
+    insert_batch(chdb_database, events, messages)  # the whole batch again
+    for table in ("events", "messages", "event_ids", "tool_hourly", "session_rollup", "agent_rollup"):
+        chdb_database.command(f"OPTIMIZE TABLE {table} FINAL")
+    insert_batch(chdb_database, events[::3], messages[::2])  # redelivered after the merge
+    stored = chdb_database.query("SELECT count() FROM events").result_rows[0][0]
+    assert stored == len({env["id"] for _, env, _ in envelopes if env["kind"] != "message"})
+    assert_rollups_match_raw(chdb_database)
+
+
+def test_backfill_on_an_existing_store_equals_rollups_filled_live(chdb_database: Client) -> None:
+    envelopes = history()
+    events, messages = split(envelopes)
+    # The store as it was before 007: its migrations only, and history written into it.
+    chdb_database.command(
+        f"CREATE TABLE {MIGRATIONS_TABLE} (version UInt32, name String, applied_at DateTime DEFAULT now()) "
+        "ENGINE = ReplacingMergeTree ORDER BY version"
+    )
+    for version, name, sql in migrations():
+        if version >= 7:
+            break
+        for statement in split_statements(sql):
+            chdb_database.command(statement)
+        chdb_database.insert(MIGRATIONS_TABLE, [[version, name]], column_names=["version", "name"])
+    insert_batch_raw(chdb_database, events, messages)
+    insert_batch_raw(chdb_database, events[::2], messages)  # duplicates, before the rollups existed
+    assert "007_rollups" in apply_migrations(chdb_database)
+    assert_rollups_match_raw(chdb_database)
+    # Live from now on: new events and redeliveries on top of the backfill.
+    later = _scripted(time.time() - 5)
+    more_events, more_messages = split(later)
+    insert_batch(chdb_database, more_events + events[:7], more_messages)
+    assert_rollups_match_raw(chdb_database)
+
+
+def insert_batch_raw(client: Client, events: list[bytes], messages: list[bytes]) -> None:
+    """The pre-007 write path: straight into the tables, no id check."""
+    from agentwatch.store.writes import INSERT_SETTINGS
+
+    client.raw_insert("events", insert_block=b"\n".join(events), fmt="JSONEachRow", settings=INSERT_SETTINGS)
+    client.raw_insert(
+        "message_envelopes", insert_block=b"\n".join(messages), fmt="JSONEachRow", settings=INSERT_SETTINGS
+    )
+
+
+def test_the_roster_holds_an_agent_older_than_the_newest_100000_events(chdb_database: Client) -> None:
+    apply_migrations(chdb_database)
+    old = _scripted(time.time() - 86400 * 3)
+    events, messages = split(old)
+    insert_batch(chdb_database, events, messages)
+    # 100,000 newer events of other agents, straight from numbers().
+    chdb_database.command(
+        "INSERT INTO events (id, timestamp, event, kind, agent, session_id) "
+        "SELECT concat('bulk', toString(number)), now64(3) - toIntervalMillisecond(number), 'PreToolUse', "
+        "'tool_call', concat('busy-', toString(number % 7)), 'bulk-session' FROM numbers(100000)"
+    )
+    old_agents = {str(env["agent"]) for _, env, _ in old}
+    recent = queries.recent_events(2000)
+    recent_agents = {r[4] for r in chdb_database.query(recent.sql, parameters=recent.params).result_rows}
+    assert not old_agents & recent_agents
+    roster = queries.roster(300)
+    names = [r[0] for r in chdb_database.query(roster.sql, parameters=roster.params).result_rows]
+    assert old_agents <= set(names)
+    assert set(names[:7]) == {f"busy-{i}" for i in range(7)}  # the newest first
+
+
+@pytest.mark.parametrize("window", [None, 3600, 86400])
+def test_the_dashboards_tool_and_session_queries_run_on_the_rollups(
+    chdb_database: Client, window: int | None
+) -> None:
+    apply_migrations(chdb_database)
+    events, messages = split(history())
+    insert_batch(chdb_database, events, messages)
+    edges = queries.team_edges(window)
+    assert chdb_database.query(edges.sql, parameters=edges.params).result_rows
+    sessions = queries.active_sessions(window)
+    assert chdb_database.query(sessions.sql, parameters=sessions.params).result_rows
