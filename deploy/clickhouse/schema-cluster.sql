@@ -2,30 +2,51 @@
 -- edit. Change the migrations (or the rules in cluster.py), then regenerate:
 --   python -m agentwatch.store.cluster > deploy/clickhouse/schema-cluster.sql
 --
--- agentwatch's schema for a ClickHouse cluster: the single-node migrations (001_events to 006_usage),
+-- agentwatch's schema for a ClickHouse cluster: the single-node migrations (001_events to 007_rollups),
 -- with replicated local tables and Distributed tables over them under the single-node names, so
 -- the store and every query run unchanged: the store inserts into, and queries read, the names
 -- without _local.
 --
---   events_local          ReplicatedReplacingMergeTree, one copy per replica of a shard
---   events                Distributed over events_local, sharded by cityHash64(id)
---   messages_local        ReplicatedReplacingMergeTree, one copy per replica of a shard
---   messages              Distributed over messages_local, sharded by cityHash64(id)
---   dead_letters_local    ReplicatedMergeTree, one copy per replica of a shard
---   dead_letters          Distributed over dead_letters_local, sharded by rand()
---   usage_local           ReplicatedReplacingMergeTree, one copy per replica of a shard
---   usage                 Distributed over usage_local, sharded by cityHash64(session_id)
---   cost_states_local     ReplicatedReplacingMergeTree, one copy per replica of a shard
---   cost_states           Distributed over cost_states_local, sharded by cityHash64(session_id)
---   message_envelopes     Null, on every node (keeps nothing)
---   message_envelopes_mv  materialized view to messages
---   tool_calls            view
---   sessions              view
---   agents                view
---   coverage              view
---   session_costs         view
---   agent_costs           view
---   cost_daily            view
+--   events_local              ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   events                    Distributed over events_local, sharded by cityHash64(id)
+--   messages_local            ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   messages                  Distributed over messages_local, sharded by cityHash64(id)
+--   dead_letters_local        ReplicatedMergeTree, one copy per replica of a shard
+--   dead_letters              Distributed over dead_letters_local, sharded by rand()
+--   usage_local               ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   usage                     Distributed over usage_local, sharded by cityHash64(session_id)
+--   cost_states_local         ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   cost_states               Distributed over cost_states_local, sharded by cityHash64(session_id)
+--   event_ids_local           ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   event_ids                 Distributed over event_ids_local, sharded by cityHash64(id)
+--   tool_hourly_local         ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   tool_hourly               Distributed over tool_hourly_local, sharded by cityHash64(tool)
+--   session_rollup_local      ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   session_rollup            Distributed over session_rollup_local, sharded by cityHash64(session_id)
+--   session_seq_rollup_local  ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   session_seq_rollup        Distributed over session_seq_rollup_local, sharded by cityHash64(session_id)
+--   agent_rollup_local        ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   agent_rollup              Distributed over agent_rollup_local, sharded by cityHash64(agent)
+--   edge_hourly_local         ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   edge_hourly               Distributed over edge_hourly_local, sharded by cityHash64(from_agent)
+--   message_envelopes         Null, on every node (keeps nothing)
+--   message_envelopes_mv      materialized view to messages
+--   tool_calls                view
+--   sessions                  view
+--   agents                    view
+--   coverage                  view
+--   session_costs             view
+--   agent_costs               view
+--   cost_daily                view
+--   event_ids_events_mv       materialized view to event_ids_local, per shard
+--   event_ids_messages_mv     materialized view to event_ids
+--   tool_hourly_mv            materialized view to tool_hourly_local, per shard
+--   session_rollup_mv         materialized view to session_rollup_local, per shard
+--   session_seq_rollup_mv     materialized view to session_seq_rollup_local, per shard
+--   agent_rollup_mv           materialized view to agent_rollup_local, per shard
+--   edge_hourly_mv            materialized view to edge_hourly_local, per shard
+--   tool_stats                view
+--   team_edges                view
 --
 -- Sharding (SHARDING_KEYS in cluster.py): events and messages by cityHash64(id). A redelivered
 -- event has the same id, so both copies land on the same shard and the ReplacingMergeTree
@@ -784,3 +805,377 @@ FROM
     FROM usage FINAL
     GROUP BY day, team, model
 );
+
+-- 007_rollups -------------------------------------------------------------------------------------
+-- Rollups: aggregates kept at insert time by materialized views, so that the questions about
+-- aggregates (per tool, per session, per agent, per message edge) read a few thousand rows, not
+-- the whole history. See docs/architecture.md, "Rollups", for the design and its limits.
+--
+-- Counts and quantile states are not idempotent: an event inserted twice would be counted twice.
+-- The store's writer (store/writes.py) therefore drops, before each insert, the ids already in
+-- `event_ids` (and repeats inside the batch): a redelivered event never reaches these views. The
+-- states that are idempotent anyway (min, max, argMax by (timestamp, id), uniqExact) stay right
+-- even if one does.
+--
+-- The last statements fill every rollup from the history already stored (the backfill).
+
+-- event_ids: every stored event and message envelope id, ordered by id: the writer's lookup.
+CREATE TABLE IF NOT EXISTS event_ids_local ON CLUSTER '{cluster}'
+(
+    id String,
+    timestamp DateTime64(3, 'UTC')
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/event_ids', '{replica}')
+ORDER BY id;
+
+-- event_ids: Distributed over event_ids_local, under the single-node name.
+-- By cityHash64(id): the rows a ReplacingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS event_ids ON CLUSTER '{cluster}' AS event_ids_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'event_ids_local', cityHash64(id));
+
+-- event_ids_events_mv: each shard rolls up its own rows into event_ids_local.
+CREATE MATERIALIZED VIEW IF NOT EXISTS event_ids_events_mv ON CLUSTER '{cluster}' TO event_ids_local AS
+SELECT id, timestamp FROM events_local;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS event_ids_messages_mv ON CLUSTER '{cluster}' TO event_ids AS
+SELECT id, timestamp FROM message_envelopes;
+
+-- tool_hourly: per tool and UTC hour. Calls count at their PreToolUse, results at theirs.
+CREATE TABLE IF NOT EXISTS tool_hourly_local ON CLUSTER '{cluster}'
+(
+    hour DateTime('UTC'),
+    tool LowCardinality(String),
+    calls SimpleAggregateFunction(sum, UInt64),
+    failures SimpleAggregateFunction(sum, UInt64),
+    interrupted SimpleAggregateFunction(sum, UInt64),
+    denied SimpleAggregateFunction(sum, UInt64),
+    finished SimpleAggregateFunction(sum, UInt64),
+    timed SimpleAggregateFunction(sum, UInt64),
+    durations AggregateFunction(quantilesTiming(0.5, 0.95), Int64),
+    max_ms SimpleAggregateFunction(max, Nullable(Int64)),
+    last_error AggregateFunction(argMax, String, Tuple(DateTime64(3, 'UTC'), String))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/tool_hourly', '{replica}')
+ORDER BY (hour, tool);
+
+-- tool_hourly: Distributed over tool_hourly_local, under the single-node name.
+-- By cityHash64(tool): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS tool_hourly ON CLUSTER '{cluster}' AS tool_hourly_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'tool_hourly_local', cityHash64(tool));
+
+-- tool_hourly_mv: each shard rolls up its own rows into tool_hourly_local.
+CREATE MATERIALIZED VIEW IF NOT EXISTS tool_hourly_mv ON CLUSTER '{cluster}' TO tool_hourly_local AS
+SELECT
+    toStartOfHour(timestamp) AS hour,
+    tool_name AS tool,
+    toUInt64(countIf(event = 'PreToolUse')) AS calls,
+    toUInt64(countIf(event = 'PostToolUseFailure')) AS failures,
+    toUInt64(countIf(event = 'PostToolUseFailure' AND JSONExtractBool(data, 'is_interrupt'))) AS interrupted,
+    toUInt64(countIf(event = 'PermissionDenied')) AS denied,
+    toUInt64(countIf(event != 'PreToolUse')) AS finished,
+    toUInt64(countIf(event != 'PreToolUse' AND duration_ms IS NOT NULL)) AS timed,
+    quantilesTimingStateIf(0.5, 0.95)(assumeNotNull(duration_ms), event != 'PreToolUse' AND duration_ms IS NOT NULL)
+        AS durations,
+    maxIf(duration_ms, event != 'PreToolUse') AS max_ms,
+    argMaxStateIf(
+        JSONExtractString(data, 'error'), (timestamp, id), event = 'PostToolUseFailure'
+        AND JSONExtractString(data, 'error') != ''
+    ) AS last_error
+FROM events_local
+WHERE tool_name != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
+GROUP BY hour, tool;
+
+-- session_rollup: per session, the inputs of the `sessions` view's columns.
+CREATE TABLE IF NOT EXISTS session_rollup_local ON CLUSTER '{cluster}'
+(
+    session_id String,
+    main_events SimpleAggregateFunction(sum, UInt64),
+    main_agent AggregateFunction(argMin, LowCardinality(String), Tuple(DateTime64(3, 'UTC'), String)),
+    parent_agent AggregateFunction(argMin, LowCardinality(String), Tuple(DateTime64(3, 'UTC'), String)),
+    main_team AggregateFunction(argMin, LowCardinality(String), Tuple(DateTime64(3, 'UTC'), String)),
+    first_team AggregateFunction(argMin, LowCardinality(String), Tuple(DateTime64(3, 'UTC'), String)),
+    host AggregateFunction(argMin, LowCardinality(String), Tuple(DateTime64(3, 'UTC'), String)),
+    cwd AggregateFunction(argMin, String, Tuple(DateTime64(3, 'UTC'), String)),
+    first_start SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
+    first_seen SimpleAggregateFunction(min, DateTime64(3, 'UTC')),
+    last_end SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
+    last_start SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
+    end_reason AggregateFunction(argMax, String, Tuple(DateTime64(3, 'UTC'), String)),
+    last_seen SimpleAggregateFunction(max, DateTime64(3, 'UTC')),
+    events SimpleAggregateFunction(sum, UInt64),
+    tool_calls SimpleAggregateFunction(sum, UInt64),
+    errors SimpleAggregateFunction(sum, UInt64),
+    prompts SimpleAggregateFunction(sum, UInt64),
+    subagents AggregateFunction(uniqExact, String),
+    last_turn AggregateFunction(argMax, LowCardinality(String), Tuple(DateTime64(3, 'UTC'), String))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/session_rollup', '{replica}')
+ORDER BY session_id;
+
+-- session_rollup: Distributed over session_rollup_local, under the single-node name.
+-- By cityHash64(session_id): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS session_rollup ON CLUSTER '{cluster}' AS session_rollup_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'session_rollup_local', cityHash64(session_id));
+
+-- session_rollup_mv: each shard rolls up its own rows into session_rollup_local.
+CREATE MATERIALIZED VIEW IF NOT EXISTS session_rollup_mv ON CLUSTER '{cluster}' TO session_rollup_local AS
+SELECT
+    session_id,
+    toUInt64(countIf(agent_id = '')) AS main_events,
+    argMinStateIf(agent, (timestamp, id), agent_id = '') AS main_agent,
+    argMinStateIf(parent_agent, (timestamp, id), parent_agent != '') AS parent_agent,
+    argMinStateIf(team, (timestamp, id), agent_id = '') AS main_team,
+    argMinState(team, (timestamp, id)) AS first_team,
+    argMinStateIf(host, (timestamp, id), host != '') AS host,
+    argMinStateIf(cwd, (timestamp, id), cwd != '') AS cwd,
+    minOrNullIf(timestamp, event = 'SessionStart') AS first_start,
+    min(timestamp) AS first_seen,
+    maxOrNullIf(timestamp, event = 'SessionEnd') AS last_end,
+    maxOrNullIf(timestamp, event = 'SessionStart') AS last_start,
+    argMaxStateIf(
+        if(event = 'SessionEnd', JSONExtractString(data, 'reason'), ''), (timestamp, id), event = 'SessionEnd'
+    ) AS end_reason,
+    max(timestamp) AS last_seen,
+    toUInt64(count()) AS events,
+    toUInt64(countIf(event = 'PreToolUse')) AS tool_calls,
+    toUInt64(countIf(event IN ('PostToolUseFailure', 'StopFailure'))) AS errors,
+    toUInt64(countIf(event = 'UserPromptSubmit')) AS prompts,
+    uniqExactStateIf(agent_id, agent_id != '') AS subagents,
+    argMaxStateIf(
+        event, (timestamp, id), agent_id = '' AND event IN ('UserPromptSubmit', 'Stop', 'StopFailure')
+    ) AS last_turn
+FROM events_local
+WHERE session_id != ''
+GROUP BY session_id;
+
+-- session_seq_rollup: per session and host, the numbered events (for coverage_pct).
+CREATE TABLE IF NOT EXISTS session_seq_rollup_local ON CLUSTER '{cluster}'
+(
+    session_id String,
+    host LowCardinality(String),
+    max_seq SimpleAggregateFunction(max, UInt64),
+    stored AggregateFunction(uniqExact, UInt64)
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/session_seq_rollup', '{replica}')
+ORDER BY (session_id, host);
+
+-- session_seq_rollup: Distributed over session_seq_rollup_local, under the single-node name.
+-- By cityHash64(session_id): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS session_seq_rollup ON CLUSTER '{cluster}' AS session_seq_rollup_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'session_seq_rollup_local', cityHash64(session_id));
+
+-- session_seq_rollup_mv: each shard rolls up its own rows into session_seq_rollup_local.
+CREATE MATERIALIZED VIEW IF NOT EXISTS session_seq_rollup_mv ON CLUSTER '{cluster}' TO session_seq_rollup_local AS
+SELECT session_id, host, toUInt64(max(seq)) AS max_seq, uniqExactStateIf(toUInt64(seq), seq > 0) AS stored
+FROM events_local
+WHERE session_id != ''
+GROUP BY session_id, host;
+
+-- agent_rollup: per agent name, the inputs of the `agents` view's columns.
+CREATE TABLE IF NOT EXISTS agent_rollup_local ON CLUSTER '{cluster}'
+(
+    agent LowCardinality(String),
+    latest AggregateFunction(
+        argMax,
+        Tuple(String, String, String, String, String, String, String),
+        Tuple(DateTime64(3, 'UTC'), String)
+    ),
+    state AggregateFunction(argMax, Tuple(String, String, String), Tuple(DateTime64(3, 'UTC'), String)),
+    first_seen SimpleAggregateFunction(min, DateTime64(3, 'UTC')),
+    last_seen SimpleAggregateFunction(max, DateTime64(3, 'UTC')),
+    tool_calls SimpleAggregateFunction(sum, UInt64),
+    errors SimpleAggregateFunction(sum, UInt64),
+    events SimpleAggregateFunction(sum, UInt64)
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/agent_rollup', '{replica}')
+ORDER BY agent;
+
+-- agent_rollup: Distributed over agent_rollup_local, under the single-node name.
+-- By cityHash64(agent): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS agent_rollup ON CLUSTER '{cluster}' AS agent_rollup_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'agent_rollup_local', cityHash64(agent));
+
+-- agent_rollup_mv: each shard rolls up its own rows into agent_rollup_local.
+CREATE MATERIALIZED VIEW IF NOT EXISTS agent_rollup_mv ON CLUSTER '{cluster}' TO agent_rollup_local AS
+SELECT
+    agent,
+    argMaxState(
+        (toString(team), toString(parent_agent), toString(agent_type), agent_id, session_id, toString(host),
+         toString(event)),
+        (timestamp, id)
+    ) AS latest,
+    argMaxStateIf((toString(event), note, toString(tool_name)), (timestamp, id), is_state) AS state,
+    min(timestamp) AS first_seen,
+    max(timestamp) AS last_seen,
+    toUInt64(countIf(event = 'PreToolUse')) AS tool_calls,
+    toUInt64(countIf(event IN ('PostToolUseFailure', 'StopFailure'))) AS errors,
+    toUInt64(count()) AS events
+FROM
+(
+    SELECT
+        agent, team, parent_agent, agent_type, agent_id, session_id, host, tool_name, timestamp, id,
+        event, note,
+        event IN (
+            'PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionRequest',
+            'PermissionDenied', 'UserPromptSubmit', 'UserPromptExpansion', 'Stop', 'StopFailure',
+            'SubagentStart', 'SubagentStop', 'TeammateIdle', 'SessionStart', 'SessionEnd',
+            'PreCompact', 'PostCompact', 'PostToolBatch', 'Elicitation', 'ElicitationResult'
+        ) OR (event = 'Notification' AND note IN ('permission_prompt', 'idle_prompt')) AS is_state
+    FROM
+    (
+        SELECT
+            agent, team, parent_agent, agent_type, agent_id, session_id, host, tool_name, timestamp, id,
+            event, if(event = 'Notification', JSONExtractString(data, 'notification_type'), '') AS note
+        FROM events_local
+    )
+)
+GROUP BY agent;
+
+-- edge_hourly: per UTC hour, team, sender and recipient, the messages sent.
+CREATE TABLE IF NOT EXISTS edge_hourly_local ON CLUSTER '{cluster}'
+(
+    hour DateTime('UTC'),
+    team LowCardinality(String),
+    from_agent LowCardinality(String),
+    to_agent LowCardinality(String),
+    messages SimpleAggregateFunction(sum, UInt64),
+    last_at SimpleAggregateFunction(max, DateTime64(3, 'UTC')),
+    last_summary AggregateFunction(argMax, String, Tuple(DateTime64(3, 'UTC'), String))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/edge_hourly', '{replica}')
+ORDER BY (hour, team, from_agent, to_agent);
+
+-- edge_hourly: Distributed over edge_hourly_local, under the single-node name.
+-- By cityHash64(from_agent): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS edge_hourly ON CLUSTER '{cluster}' AS edge_hourly_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'edge_hourly_local', cityHash64(from_agent));
+
+-- edge_hourly_mv: each shard rolls up its own rows into edge_hourly_local.
+CREATE MATERIALIZED VIEW IF NOT EXISTS edge_hourly_mv ON CLUSTER '{cluster}' TO edge_hourly_local AS
+SELECT
+    toStartOfHour(timestamp) AS hour, team, from_agent, to_agent, toUInt64(count()) AS messages,
+    max(timestamp) AS last_at, argMaxState(summary, (timestamp, id)) AS last_summary
+FROM messages_local
+GROUP BY hour, team, from_agent, to_agent;
+
+-- The documented views keep their names and columns, and now read the rollups.
+CREATE OR REPLACE VIEW sessions ON CLUSTER '{cluster}' AS
+SELECT
+    session_id, agent, team, host, cwd, started, ended, end_reason, last_seen, events, tool_calls,
+    errors, prompts, subagents, outcome
+FROM
+(
+    SELECT
+        session_id,
+        sum(main_events) AS main_n,
+        if(main_n > 0, argMinMerge(main_agent), argMinMerge(parent_agent)) AS agent,
+        if(main_n > 0, argMinMerge(main_team), argMinMerge(first_team)) AS team,
+        argMinMerge(host) AS host,
+        argMinMerge(cwd) AS cwd,
+        coalesce(min(first_start), min(first_seen)) AS started,
+        max(last_end) AS last_end_at,
+        max(last_start) AS last_start_at,
+        if(
+            last_end_at IS NOT NULL AND (last_start_at IS NULL OR last_end_at >= last_start_at), last_end_at, NULL
+        ) AS ended,
+        if(ended IS NULL, '', argMaxMerge(end_reason)) AS end_reason,
+        max(last_seen) AS last_seen,
+        sum(events) AS events,
+        sum(tool_calls) AS tool_calls,
+        sum(errors) AS errors,
+        sum(prompts) AS prompts,
+        uniqExactMerge(subagents) AS subagents,
+        argMaxMerge(last_turn) AS last_turn_event,
+        multiIf(
+            last_turn_event = 'StopFailure', 'failed',
+            ended IS NOT NULL, 'ended',
+            last_turn_event = 'Stop', 'idle',
+            'running'
+        ) AS outcome
+    FROM session_rollup
+    GROUP BY session_id
+);
+
+CREATE OR REPLACE VIEW agents ON CLUSTER '{cluster}' AS
+SELECT
+    a.agent AS agent,
+    a.latest.1 AS team,
+    a.latest.2 AS parent_agent,
+    a.latest.3 AS agent_type,
+    a.latest.4 AS agent_id,
+    a.latest.5 AS session_id,
+    a.latest.6 AS host,
+    a.first_seen AS first_seen,
+    a.last_seen AS last_seen,
+    a.latest.7 AS last_event,
+    multiIf(
+        a.state.1 = 'PreToolUse', 'working',
+        a.state.1 IN ('PermissionRequest', 'Elicitation'), 'waiting',
+        a.state.1 = 'Notification' AND a.state.2 = 'permission_prompt', 'waiting',
+        a.state.1 IN ('Stop', 'SubagentStop', 'TeammateIdle', 'SessionStart', 'Notification'), 'idle',
+        a.state.1 = 'SessionEnd', 'stopped',
+        a.state.1 = 'StopFailure', 'failed',
+        'thinking'
+    ) AS state,
+    if(a.state.1 = 'PreToolUse', a.state.3, '') AS current_tool,
+    a.tool_calls AS tool_calls,
+    a.errors AS errors,
+    coalesce(m.sent, 0) AS messages_sent,
+    a.events AS events
+FROM
+(
+    SELECT
+        agent, argMaxMerge(latest) AS latest, argMaxMerge(state) AS state, min(first_seen) AS first_seen,
+        max(last_seen) AS last_seen, sum(tool_calls) AS tool_calls, sum(errors) AS errors, sum(events) AS events
+    FROM agent_rollup
+    GROUP BY agent
+) AS a
+LEFT JOIN
+(
+    SELECT toString(from_agent) AS from_agent, sum(messages) AS sent FROM edge_hourly GROUP BY from_agent
+) AS m ON m.from_agent = toString(a.agent);
+
+-- tool_stats: per tool and window (1h, 1d, 7d, all). A window is made of whole UTC hours: the
+-- hours that began within it, the current one included (so "1h" covers 60 to 120 minutes).
+--   window, tool
+--   calls         PreToolUse events
+--   failures      PostToolUseFailure events (interrupted included)
+--   interrupted   of which is_interrupt was true
+--   denied        PermissionDenied events
+--   finished      results of any kind (PostToolUse, PostToolUseFailure, PermissionDenied)
+--   failure_pct   100 * failures / finished, NULL when nothing finished
+--   timed         results that reported duration_ms
+--   p50_ms, p95_ms  quantiles of those durations (quantileTiming: exact below 1,024 ms, to 16 ms
+--                 below 30 s; 30,000 stands for "30 s or more"); NULL when none was timed
+--   max_ms        the longest reported duration, exact
+--   unpaired      calls - finished when positive (calls still running, or whose result is missing)
+--   last_error    the latest failure's error text
+CREATE OR REPLACE VIEW tool_stats ON CLUSTER '{cluster}' AS
+SELECT
+    w.window AS window, tool, sum(calls) AS calls, sum(failures) AS failures,
+    sum(interrupted) AS interrupted, sum(denied) AS denied, sum(finished) AS finished,
+    if(finished = 0, NULL, round(100 * failures / finished, 1)) AS failure_pct,
+    sum(timed) AS timed,
+    quantilesTimingMerge(0.5, 0.95)(durations) AS q,
+    if(timed = 0, NULL, toInt64(q[1])) AS p50_ms,
+    if(timed = 0, NULL, toInt64(q[2])) AS p95_ms,
+    max(max_ms) AS max_ms,
+    toUInt64(greatest(toInt64(calls) - toInt64(finished), 0)) AS unpaired,
+    argMaxMerge(last_error) AS last_error
+FROM tool_hourly
+INNER JOIN
+(
+    SELECT arrayJoin([('1h', 3600), ('1d', 86400), ('7d', 604800), ('all', 0)]) AS w_pair,
+        w_pair.1 AS window, w_pair.2 AS seconds
+) AS w ON 1 = 1
+WHERE w.seconds = 0 OR hour >= toStartOfHour(now() - toIntervalSecond(w.seconds))
+GROUP BY w.window, tool;
+
+-- team_edges: per sender and recipient, the messages sent, from edge_hourly (hours as above).
+--   team, from_agent, to_agent, messages, last_at, last_summary
+CREATE OR REPLACE VIEW team_edges ON CLUSTER '{cluster}' AS
+SELECT
+    team, from_agent, to_agent, sum(messages) AS messages, max(last_at) AS last_at,
+    argMaxMerge(last_summary) AS last_summary
+FROM edge_hourly
+GROUP BY team, from_agent, to_agent;

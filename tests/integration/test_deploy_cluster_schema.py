@@ -23,7 +23,7 @@ import pytest
 from clickhouse_connect.driver.client import Client
 
 from agentwatch.contract import encode_envelope, envelopes_from_stdin
-from agentwatch.store.cluster import COMMAND, cluster_schema
+from agentwatch.store.cluster import COMMAND, SHARDING_KEYS, cluster_schema
 from agentwatch.store.migrations import apply_migrations, migrations, split_statements
 from agentwatch.store.writes import INSERT_SETTINGS
 from tests.conftest import CAPTURES, ROOT, load_fixture_file
@@ -81,9 +81,9 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         head = _body(statement).split("\n")[0]
         assert head.startswith(("CREATE ", "ALTER TABLE ")), head
         assert ON_CLUSTER in head, head
-        assert "IF NOT EXISTS" in head, head
+        assert "IF NOT EXISTS" in head or "OR REPLACE" in head, head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
-    assert len(replicated) == 5
+    assert len(replicated) == 5 + len(ROLLUP_TABLES)
     for match in replicated:
         assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
         assert match.group(3) == "{replica}"
@@ -102,7 +102,19 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         # One session, one shard: the copies of an API message, and its cost-state records.
         "usage_local": "cityHash64(session_id)",
         "cost_states_local": "cityHash64(session_id)",
+        # Rollups: filled per shard by their views and read with -Merge over every shard.
+        **{f"{table}_local": SHARDING_KEYS[table] for table in ROLLUP_TABLES},
     }
+
+
+ROLLUP_TABLES = (
+    "event_ids",
+    "tool_hourly",
+    "session_rollup",
+    "session_seq_rollup",
+    "agent_rollup",
+    "edge_hourly",
+)
 
 
 def test_cluster_views_are_the_single_node_views() -> None:
@@ -112,21 +124,27 @@ def test_cluster_views_are_the_single_node_views() -> None:
         for statement in split_statements(sql)
         if _is_view(statement)
     }
-    cluster = {_name(s): _body(s.replace(ON_CLUSTER, "")) for s in cluster_statements() if _is_view(s)}
+    # The rollups' materialized views read and write the local tables of their shard.
+    cluster = {
+        _name(s): _body(s.replace(ON_CLUSTER, "")).replace("_local", "")
+        for s in cluster_statements()
+        if _is_view(s)
+    }
     assert set(views) == {
         "message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage",
-        "session_costs", "agent_costs", "cost_daily",
+        "session_costs", "agent_costs", "cost_daily", "tool_stats", "team_edges", "event_ids_events_mv",
+        "event_ids_messages_mv", *(f"{table}_mv" for table in ROLLUP_TABLES if table != "event_ids"),
     }  # fmt: skip
     assert cluster == views
 
 
 def _is_view(statement: str) -> bool:
-    return _body(statement).startswith(("CREATE VIEW", "CREATE MATERIALIZED VIEW"))
+    return _body(statement).startswith(("CREATE VIEW", "CREATE OR REPLACE VIEW", "CREATE MATERIALIZED VIEW"))
 
 
 def _name(statement: str) -> str:
     head = next(line for line in statement.splitlines() if line.startswith("CREATE"))
-    return head.split("IF NOT EXISTS ")[1].split()[0]
+    return head.replace("OR REPLACE VIEW", "VIEW IF NOT EXISTS").split("IF NOT EXISTS ")[1].split()[0]
 
 
 def _body(statement: str) -> str:
@@ -266,13 +284,7 @@ ORDER BY id;
 CREATE OR REPLACE VIEW sessions AS
 SELECT session_id, any(region) AS region, sum(cost) AS cost FROM events FINAL GROUP BY session_id;
 """
-LATER_KEYS = {
-    "events": "cityHash64(id)",
-    "messages": "cityHash64(id)",
-    "usage": "cityHash64(session_id)",
-    "cost_states": "cityHash64(session_id)",
-    "costs": "cityHash64(id)",
-}
+LATER_KEYS = {**SHARDING_KEYS, "costs": "cityHash64(id)"}
 
 
 @pytest.fixture
@@ -301,7 +313,7 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name"
     names = [row[0] for row in single_client.query(tables).result_rows]
     assert {"calls", "costs", "sessions"} <= set(names)
-    sharded = ("events", "messages", "dead_letters", "usage", "cost_states", "calls", "costs")
+    sharded = ("events", "messages", "dead_letters", "usage", "cost_states", "calls", "costs", *ROLLUP_TABLES)
     local = {name + "_local" for name in sharded}
     cluster_names = {row[0] for row in cluster_client.query(tables).result_rows}
     assert cluster_names == set(names) | local

@@ -13,6 +13,7 @@ import pytest
 from agentwatch.store.cluster import (
     COMMAND,
     ON_CLUSTER,
+    SHARDING_KEYS,
     ClusterSchemaError,
     cluster_schema,
     main,
@@ -95,13 +96,7 @@ SELECT tool_use_id FROM events FINAL;
 """
 )
 
-KEYS = {
-    "events": "cityHash64(id)",
-    "messages": "cityHash64(id)",
-    "usage": "cityHash64(session_id)",
-    "cost_states": "cityHash64(session_id)",
-    "costs": "cityHash64(id)",
-}
+KEYS = {**SHARDING_KEYS, "costs": "cityHash64(id)"}
 
 
 def with_extra(sql: str, name: str = "099_model") -> list[tuple[int, str, str]]:
@@ -122,6 +117,9 @@ COVERAGE_COLUMNS = (
     "model LowCardinality(String) DEFAULT if(JSONHas(data, 'model'), JSONExtractString(data, 'model'), "
     "JSONExtractString(data, 'to_model'))",
 )
+
+
+ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
 
 def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
@@ -151,6 +149,31 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE VIEW IF NOT EXISTS session_costs {ON_CLUSTER} AS",
         f"CREATE VIEW IF NOT EXISTS agent_costs {ON_CLUSTER} AS",
         f"CREATE VIEW IF NOT EXISTS cost_daily {ON_CLUSTER} AS",
+        # 007_rollups: each rollup sharded, its materialized view per shard over the local tables;
+        # the backfill's INSERTs are left out.
+        *(
+            line
+            for table in ("event_ids",)
+            for line in (
+                f"CREATE TABLE IF NOT EXISTS {table}_local {ON_CLUSTER}",
+                f"CREATE TABLE IF NOT EXISTS {table} {ON_CLUSTER} AS {table}_local",
+            )
+        ),
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS event_ids_events_mv {ON_CLUSTER} TO event_ids_local AS",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS event_ids_messages_mv {ON_CLUSTER} TO event_ids AS",
+        *(
+            line
+            for table in ROLLUPS
+            for line in (
+                f"CREATE TABLE IF NOT EXISTS {table}_local {ON_CLUSTER}",
+                f"CREATE TABLE IF NOT EXISTS {table} {ON_CLUSTER} AS {table}_local",
+                f"CREATE MATERIALIZED VIEW IF NOT EXISTS {table}_mv {ON_CLUSTER} TO {table}_local AS",
+            )
+        ),
+        f"CREATE OR REPLACE VIEW sessions {ON_CLUSTER} AS",
+        f"CREATE OR REPLACE VIEW agents {ON_CLUSTER} AS",
+        f"CREATE OR REPLACE VIEW tool_stats {ON_CLUSTER} AS",
+        f"CREATE OR REPLACE VIEW team_edges {ON_CLUSTER} AS",
     ]
 
 
@@ -165,14 +188,18 @@ def test_the_output_splits_like_a_migration() -> None:
     """One statement per generated CREATE/ALTER, every one ending with `;` at the end of a line."""
     text = cluster_schema(with_extra(EXTRA), sharding_keys=KEYS)
     statements = split_statements(text)
-    assert len(statements) == len(heads(text)) == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 8
+    assert (
+        len(statements)
+        == len(heads(text))
+        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 4 + 3 * len(ROLLUPS) + 4 + 8
+    )
     assert all(ON_CLUSTER in s for s in statements)
 
 
 def test_a_later_migration_is_transformed_statement_by_statement() -> None:
     text = cluster_schema(with_extra(EXTRA), sharding_keys=KEYS)
     assert text[text.index("-- 099_model ") :] == EXPECTED
-    assert "--   costs                 Distributed over costs_local, sharded by cityHash64(id)" in text
+    assert "--   costs                     Distributed over costs_local, sharded by cityHash64(id)" in text
     assert "(001_events to 099_model)" in text
 
 
@@ -199,7 +226,7 @@ def test_main_reports_a_refusal_on_stderr(capsys: pytest.CaptureFixture[str]) ->
     ("sql", "reason"),
     [
         ("DROP TABLE events;", "no rule for this kind of statement"),
-        ("INSERT INTO events (id) VALUES ('x');", "no rule for this kind of statement"),
+        ("DELETE FROM events WHERE id = 'x';", "no rule for this kind of statement"),
         ("CREATE TABLE IF NOT EXISTS k (a UInt8) ENGINE = Memory;", "no rule for ENGINE = Memory"),
         ("CREATE TABLE k (a UInt8) ENGINE = MergeTree ORDER BY a;", "CREATE TABLE IF NOT EXISTS name"),
         ("CREATE TABLE IF NOT EXISTS k AS events;", "CREATE TABLE IF NOT EXISTS name (columns)"),
@@ -224,7 +251,8 @@ def test_main_reports_a_refusal_on_stderr(capsys: pytest.CaptureFixture[str]) ->
         ("CREATE OR REPLACE VIEW events AS SELECT 1;", "events exists and is not a plain view"),
         ("CREATE MATERIALIZED VIEW IF NOT EXISTS m ENGINE = Null AS SELECT 1;", "TO table AS SELECT"),
         (
-            "CREATE MATERIALIZED VIEW IF NOT EXISTS m TO messages AS SELECT * FROM events;",
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS m TO messages AS SELECT * FROM events "
+            "JOIN message_envelopes;",
             "must read only tables on every node (Null), which the store inserts into on the node "
             "it talks to; it reads events",
         ),
@@ -251,15 +279,7 @@ def test_an_unknown_construct_is_refused_with_the_statement_named(sql: str, reas
 
 def test_a_sharding_key_for_no_table_is_refused() -> None:
     with pytest.raises(ClusterSchemaError, match="SHARDING_KEYS names evnets, which no migration shards"):
-        cluster_schema(
-            sharding_keys={
-                "events": "cityHash64(id)",
-                "messages": "cityHash64(id)",
-                "usage": "cityHash64(session_id)",
-                "cost_states": "cityHash64(session_id)",
-                "evnets": "x",
-            }
-        )
+        cluster_schema(sharding_keys={**SHARDING_KEYS, "evnets": "x"})
 
 
 def test_add_column_keeps_commas_in_strings_brackets_and_comments() -> None:

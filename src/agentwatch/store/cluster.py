@@ -17,6 +17,12 @@ that fits none raises ClusterSchemaError naming it, rather than emitting somethi
   reads the Distributed tables, which carry the single-node names.
 - `CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t` reading only Null tables: the same view on every
   node; it writes through the Distributed `t`, so each row lands on the shard of its key.
+- `CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t` reading only sharded tables (a rollup of
+  `events`): on every node, reading the local tables (`FROM events_local`) and writing into the
+  local `t_local`, so each shard rolls up its own rows; the views over a rollup merge its states
+  (`-Merge`, GROUP BY), so a key present on several shards still gives one answer.
+- `INSERT INTO t SELECT ...` (a backfill of rows stored before a rollup existed): left out. A new
+  cluster has nothing to backfill; on one with history, run the migration's INSERT by hand.
 - `ALTER TABLE t ADD COLUMN ...[, ADD COLUMN ...]`: on `t_local` and on the Distributed `t` (on
   `t` alone for a Null table), each `ADD COLUMN` made `IF NOT EXISTS`.
 
@@ -52,6 +58,14 @@ SHARDING_KEYS: Mapping[str, str] = {
     # session's cost-state records their session: one shard each.
     "usage": "cityHash64(session_id)",
     "cost_states": "cityHash64(session_id)",
+    # Rollups (007): written per shard by their materialized views and read with -Merge over all
+    # shards, so the key only spreads the rows the backfill inserts through the Distributed table.
+    "event_ids": "cityHash64(id)",
+    "tool_hourly": "cityHash64(tool)",
+    "session_rollup": "cityHash64(session_id)",
+    "session_seq_rollup": "cityHash64(session_id)",
+    "agent_rollup": "cityHash64(agent)",
+    "edge_hourly": "cityHash64(from_agent)",
 }
 
 # MergeTree engines the generator replicates. All but MergeTree merge the rows of one sorting key
@@ -127,6 +141,8 @@ class ClusterSchema:
             return self._materialized_view(code)
         if code.startswith("ALTER TABLE "):
             return self._alter(code)
+        if code.startswith("INSERT INTO "):
+            return []  # a backfill: see the module's docstring
         raise ClusterSchemaError("no rule for this kind of statement")
 
     def _new_name(self, name: str, *also: str) -> None:
@@ -213,7 +229,9 @@ class ClusterSchema:
         name, target = match["name"], match["target"]
         if target not in self.sharded and target not in self.everywhere:
             raise ClusterSchemaError(f"its target {target} is not a table created before it")
-        sources = _SOURCE.findall(match["rest"])
+        sources = [source for source in _SOURCE.findall(match["rest"]) if source != "("]  # not subqueries
+        if sources and all(source in self.sharded for source in sources) and target in self.sharded:
+            return self._local_materialized_view(name, target, match["rest"])
         unknown = [source for source in sources if source not in self.everywhere]
         if not sources or unknown:
             raise ClusterSchemaError(
@@ -223,6 +241,16 @@ class ClusterSchema:
         self._new_name(name)
         self.views[name] = f"materialized view to {target}"
         return [Statement(_on_cluster(code, match.end("name")))]
+
+    def _local_materialized_view(self, name: str, target: str, rest: str) -> list[Statement]:
+        self._new_name(name)
+        self.views[name] = f"materialized view to {target}{LOCAL_SUFFIX}, per shard"
+        body = _SOURCE.sub(
+            lambda m: m.group(0) + LOCAL_SUFFIX if m.group(1) in self.sharded else m.group(0), rest
+        )
+        sql = f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name} {ON_CLUSTER} TO {target}{LOCAL_SUFFIX}{body}"
+        comment = f"-- {name}: each shard rolls up its own rows into {target}{LOCAL_SUFFIX}."
+        return [Statement(sql, comment)]
 
     def _alter(self, code: str) -> list[Statement]:
         match = _ALTER.fullmatch(code)
@@ -341,6 +369,8 @@ def cluster_schema(
             except ClusterSchemaError as exc:
                 head = code.split("\n")[0]
                 raise ClusterSchemaError(f"{name}.sql, statement {number} (`{head}`): {exc}") from exc
+            if not generated:
+                continue
             first = generated[0]
             joined = f"{comment}\n{first.comment}".strip()
             generated[0] = Statement(first.sql, joined)
