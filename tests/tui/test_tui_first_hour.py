@@ -50,7 +50,7 @@ async def test_history_loads_once_the_store_answers(monkeypatch: pytest.MonkeyPa
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: "store unreachable" in status_text(app) and "retrying" in status_text(app))
         await until(pilot, lambda: "store: 4 recent events loaded" in status_text(app))
-        assert store.asked == 4
+        assert store.asked == 5  # three failures, then the recent events and the stored roster
         await until(pilot, lambda: len(feed_rows(app)) == len(traffic))
         texts = [row[3] for row in feed_rows(app)]
         assert texts == [env["text"] for env in traffic], "history first, then what came live: time order"

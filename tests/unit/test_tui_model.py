@@ -321,3 +321,24 @@ def test_a_tool_calls_duration_is_claude_codes_own_where_it_said() -> None:
     (_, post2), *_ = envelopes_from_stdin(json.dumps(untimed).encode(), {}, now=1005.0)
     (made,) = tool_calls([FeedLine.of(pre), FeedLine.of(post2)])
     assert made.duration(now=2000.0) == 5.0, "no duration_ms: the hooks' own times"
+
+
+def test_the_roster_starts_from_the_stored_agents_and_keeps_their_counts() -> None:
+    from agentwatch.tui.roster_seed import seed, settle
+
+    stored = [
+        {"agent": "quiet", "team": "t", "state": "idle", "last_seen": "2026-01-01 00:00:00.000",
+         "events": 900, "tool_calls": 300, "errors": 2, "messages_sent": 4, "current_tool": ""},
+        {"agent": "busy", "team": "t", "state": "working", "last_seen": "2026-01-02 00:00:00.000",
+         "events": 50, "tool_calls": 10, "errors": 0, "messages_sent": 0, "current_tool": "Bash"},
+    ]  # fmt: skip
+    roster = Roster(max_agents=10)
+    seed(roster, stored)
+    roster.apply({"agent": "busy", "event": "Stop", "timestamp": "2026-01-02T00:00:01.000Z"})
+    settle(roster, stored)
+    quiet, busy = roster.get("quiet"), roster.get("busy")
+    assert quiet is not None and quiet.state == "idle" and quiet.events == 900 and quiet.messages == 4
+    assert busy is not None and busy.state == "idle" and busy.events == 50, "state from events, counts stored"
+    small = Roster(max_agents=1)
+    seed(small, stored)
+    assert [a.name for a in small.agents()] == ["busy"], "within the cap, the newest stays"

@@ -40,6 +40,7 @@ from agentwatch.tui.layout import (
     SIDE_BY_SIDE_WIDTH,
 )
 from agentwatch.tui.model import Agent, Feed, FeedFilter, FeedLine, Roster, Team, sparkline
+from agentwatch.tui.roster_seed import roster_rows, seed, settle
 from agentwatch.tui.sources import HistorySource, LiveSource, rows_as_envelopes
 from agentwatch.tui.table import Cell, Table
 from agentwatch.tui.views import AgentScreen, TeamScreen
@@ -221,7 +222,8 @@ class AgentwatchApp(App[None]):
             self.call_from_thread(self._history_failed, f"store error: {str(result['error'])[:120]}")
             return
         envelopes = rows_as_envelopes(result)
-        self.call_from_thread(self._apply_history, envelopes)
+        stored_roster = roster_rows(self.history, self.roster.max_agents)
+        self.call_from_thread(self._apply_history, envelopes, stored_roster)
 
     @work(thread=True, exclusive=True, group="costs")
     def load_costs(self) -> None:
@@ -264,15 +266,17 @@ class AgentwatchApp(App[None]):
         self.roster.apply(env, line)
         self.team.apply(env)
 
-    def _apply_history(self, envelopes: list[dict[str, Any]]) -> None:
-        """The stored history, then what came live before it: states follow time order."""
+    def _apply_history(self, envelopes: list[dict[str, Any]], agents: list[dict[str, Any]]) -> None:
+        """The stored roster and history, then what came live before it: states follow time order."""
         live = self.feed.lines()
         if live:  # the history came late: start again from it
             self.feed, self.roster, self.team = Feed(self.feed.maxlen), Roster(self.roster.max_agents), Team()
+        seed(self.roster, agents)
         stored = set()
         for env in envelopes:
             self.apply(env)
             stored.add(str(env.get("id", "")))
+        settle(self.roster, agents)
         for line in live:
             env = line.full()
             if str(env.get("id", "")) not in stored:

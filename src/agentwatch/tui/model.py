@@ -216,6 +216,12 @@ class Roster:
     def get(self, name: str) -> Agent | None:
         return self._agents.get(name)
 
+    def adopt(self, agent: Agent) -> None:
+        """Add an agent known from elsewhere (the store's roster), making room if full."""
+        if agent.name not in self._agents and len(self._agents) >= self.max_agents:
+            self._make_room()
+        self._agents[agent.name] = agent
+
     def apply(self, env: Mapping[str, Any], line: FeedLine | None = None) -> Agent | None:
         name = env.get("agent")
         if not isinstance(name, str) or not name:

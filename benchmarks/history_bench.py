@@ -1,0 +1,218 @@
+"""Read-side speed at any size of history: the dashboard's queries and docs/queries.md, timed on
+synthetic histories of 1M and 10M events (30M with --sizes) in embedded ClickHouse.
+
+Each size gets a database of its own with the project's schema (apply_migrations), filled straight
+from `numbers()` with INSERT ... SELECT into `events`, `message_envelopes` and `usage`, in blocks
+of at most 1M rows: the rollups' materialized views fill as they would live. The history: 300
+agents over 30 days, sessions of 200 events (a prompt, tool calls and their results, a few
+failures, a Stop), 12 tools, one message per 100 events between agents of a team, one API message
+per 20 events.
+
+Every query runs --runs times (after one warm-up); the table gives the median per size and the
+growth from the smallest size to each larger one.
+
+    python benchmarks/history_bench.py [--sizes 1000000,10000000] [--runs 5] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import clickhouse_connect
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from agentwatch.store import queries  # noqa: E402
+from agentwatch.store.migrations import apply_migrations  # noqa: E402
+
+BLOCK = 1_000_000
+DAYS = 30
+# Bytes of disk one event takes in the engine, with its rollups, rounded up (measured at 1M).
+BYTES_PER_EVENT = 120
+
+_EVENTS = """\
+INSERT INTO events (id, timestamp, event, kind, agent, team, session_id, agent_id, host, tool_name,
+                    tool_use_id, text, data, seq)
+SELECT
+    concat('h', leftPad(toString(n), 12, '0')) AS id,
+    toDateTime64(now64(3) - toIntervalMillisecond(toUInt64(({total} - n) * {span_ms} / {total})), 3, 'UTC'),
+    multiIf(k = 0, 'UserPromptSubmit', k = 199, 'Stop', k % 2 = 1, 'PreToolUse',
+            cityHash64(n) % 25 = 0, 'PostToolUseFailure', 'PostToolUse') AS event,
+    multiIf(k = 0, 'prompt', k = 199, 'response', k % 2 = 1, 'tool_call',
+            event = 'PostToolUseFailure', 'tool_error', 'tool_result') AS kind,
+    concat('agent-', toString(s % 300)) AS agent,
+    concat('team-', toString(s % 300 % 30)) AS team,
+    concat('session-', toString(s)) AS session_id,
+    '' AS agent_id,
+    concat('host-', toString(s % 300 % 10)) AS host,
+    if(k = 0 OR k = 199, '', ['Bash', 'Read', 'Edit', 'Grep', 'Glob', 'Write', 'WebFetch', 'Agent',
+        'SendMessage', 'TodoWrite', 'MultiEdit', 'NotebookEdit'][1 + cityHash64(s, intDiv(k - 1, 2)) % 12])
+        AS tool_name,
+    if(k = 0 OR k = 199, '', concat('tu-', toString(s), '-', toString(intDiv(k - 1, 2)))) AS tool_use_id,
+    'synthetic' AS text,
+    multiIf(event = 'PostToolUseFailure', '{{"error":"Exit code 1","is_interrupt":false,"duration_ms":40}}',
+            event = 'PostToolUse', concat('{{"duration_ms":', toString(cityHash64(n) % 4000), '}}'),
+            '{{}}') AS data,
+    k + 1 AS seq
+FROM (SELECT number + {start} AS n, intDiv(n, 200) AS s, n % 200 AS k FROM numbers({count}))"""
+
+_MESSAGES = """\
+INSERT INTO message_envelopes (id, timestamp, v, event, kind, agent, team, peer, text, session_id, data)
+SELECT
+    concat('m', leftPad(toString(n), 12, '0')),
+    toDateTime64(now64(3) - toIntervalMillisecond(toUInt64(({total} - n) * {span_ms} / {total})), 3, 'UTC'),
+    1, 'PostToolUse', 'message', concat('agent-', toString(n % 300)), concat('team-', toString(n % 300 % 30)),
+    concat('agent-', toString((n + 30) % 300)), 'hi', concat('session-', toString(intDiv(n, 2))),
+    concat('{{"from":"agent-', toString(n % 300), '","to":"agent-', toString((n + 30) % 300),
+           '","summary":"status ', toString(n), '","message":"ok"}}')
+FROM (SELECT number * 100 + {start} AS n FROM numbers({count}))"""
+
+_USAGE = """\
+INSERT INTO usage (session_id, message_id, request_id, timestamp, agent, team, model, input_tokens,
+                   output_tokens, cache_read_tokens, cost_usd, version)
+SELECT
+    concat('session-', toString(intDiv(n, 200))), concat('msg-', toString(n)), concat('req-', toString(n)),
+    toDateTime64(now64(3) - toIntervalMillisecond(toUInt64(({total} - n) * {span_ms} / {total})), 3, 'UTC'),
+    concat('agent-', toString(intDiv(n, 200) % 300)), concat('team-', toString(intDiv(n, 200) % 300 % 30)),
+    ['claude-opus-4-1', 'claude-sonnet-4-5'][1 + n % 2], 1000 + n % 500, 200 + n % 300, 5000,
+    0.01 + (n % 7) / 1000, 1
+FROM (SELECT number * 20 + {start} AS n FROM numbers({count}))"""
+
+
+def build(client: Any, total: int) -> float:
+    """Fill the history; returns the seconds it took."""
+    started = time.perf_counter()
+    span_ms = DAYS * 86_400_000
+    for start in range(0, total, BLOCK):
+        count = min(BLOCK, total - start)
+        values = {"start": start, "count": count, "total": total, "span_ms": span_ms}
+        client.command(_EVENTS.format(**values))
+        client.command(_MESSAGES.format(**{**values, "count": count // 100}))
+        client.command(_USAGE.format(**{**values, "count": count // 20}))
+    return time.perf_counter() - started
+
+
+def documented() -> list[tuple[str, str]]:
+    """(title, sql) of every ```sql block of docs/queries.md."""
+    found: list[tuple[str, str]] = []
+    title = ""
+    text = (ROOT / "docs" / "queries.md").read_text(encoding="utf-8")
+    for match in re.finditer(r"^## ([^\n]+)$|^```sql\n(.*?)^```", text, re.M | re.S):
+        if match.group(1):
+            title = match.group(1).strip()
+        else:
+            found.append((f"docs: {title}"[:48], match.group(2).strip().rstrip(";")))
+    return found
+
+
+def dashboard() -> list[tuple[str, queries.Query]]:
+    return [
+        ("roster (agents rollup)", queries.roster()),
+        ("recent events (feed)", queries.recent_events(2000)),
+        ("tools, 1h", queries.tool_stats(3600)),
+        ("tools, 1d", queries.tool_stats(86_400)),
+        ("tools, all", queries.tool_stats(None)),
+        ("sessions newest 200, 1h", queries.active_sessions(3600)),
+        ("sessions newest 200, all", queries.active_sessions(None)),
+        ("team edges, 1d", queries.team_edges(86_400)),
+        ("team edges, all", queries.team_edges(None)),
+        ("dashboard costs", queries.DASHBOARD_COSTS),
+        ("cost per agent", queries.cost("agent")),
+        ("cost per day", queries.cost("day")),
+        ("tool_stats view, all", queries.Query("SELECT * FROM tool_stats WHERE window = 'all'")),
+        ("agents view", queries.Query("SELECT * FROM agents")),
+        (
+            "tool_calls, last hour",
+            queries.Query("SELECT * FROM tool_calls WHERE started >= now64(3) - INTERVAL 1 HOUR"),
+        ),
+    ]
+
+
+def time_query(client: Any, sql: str, params: dict[str, Any] | None, runs: int) -> float | str:
+    try:
+        client.query(sql, parameters=params)
+    except Exception as exc:
+        return f"error: {str(exc).splitlines()[0][:60]}"
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        client.query(sql, parameters=params)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where the engine's data goes (a temporary dir)"
+    )
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    base = args.dir or Path(tempfile.mkdtemp(prefix="history-bench-"))
+    free = shutil.disk_usage(base).free
+    root = clickhouse_connect.get_client(dsn=f"chdb://{base}")
+    work = [*dashboard(), *((t, queries.Query(sql)) for t, sql in documented())]
+    results: dict[str, dict[int, float | str]] = {name: {} for name, _ in work}
+    kept: list[int] = []
+    for size in sizes:
+        if size * BYTES_PER_EVENT * 2 > free:
+            print(f"skipping {size:,} events: about {size * BYTES_PER_EVENT * 2 / 1e9:.1f} GB needed, "
+                  f"{free / 1e9:.1f} GB free")  # fmt: skip
+            continue
+        name = f"history_{size}"
+        root.command(f"CREATE DATABASE IF NOT EXISTS {name}")
+        client = clickhouse_connect.get_client(dsn=f"chdb://{base}", database=name)
+        apply_migrations(client)
+        seconds = build(client, size)
+        print(f"built {size:,} events in {seconds:.0f} s ({size / seconds:,.0f} events/s, rollups included)")
+        kept.append(size)
+        for title, query in work:
+            results[title][size] = time_query(client, query.sql, query.params, args.runs)
+        client.close()
+    print_table(results, kept)
+    root.close()
+    if args.dir is None:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def print_table(results: dict[str, dict[int, float | str]], sizes: list[int]) -> None:
+    heads = [f"{s / 1e6:g}M" if s >= 1_000_000 else f"{s / 1e3:g}k" for s in sizes]
+    growth = [f"x {h}/{heads[0]}" for h in heads[1:]]
+    print()
+    print(
+        "| query | "
+        + " | ".join(f"{h} (ms)" for h in heads)
+        + (" | " + " | ".join(growth) if growth else "")
+        + " |"
+    )
+    print("|---" * (1 + len(heads) + len(growth)) + "|")
+    for title, by_size in results.items():
+        cells = []
+        for size in sizes:
+            value = by_size.get(size, "")
+            cells.append(f"{value:.1f}" if isinstance(value, float) else str(value))
+        ratios = []
+        first = by_size.get(sizes[0]) if sizes else None
+        for size in sizes[1:]:
+            value = by_size.get(size)
+            ok = isinstance(value, float) and isinstance(first, float) and first > 0
+            ratios.append(f"{value / first:.2f}" if ok else "")  # type: ignore[operator]
+        print(f"| {title} | " + " | ".join(cells + ratios) + " |")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
