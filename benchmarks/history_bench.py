@@ -208,9 +208,9 @@ def print_table(results: dict[str, dict[int, float | str]], sizes: list[int]) ->
         ratios = []
         first = by_size.get(sizes[0]) if sizes else None
         for size in sizes[1:]:
-            value = by_size.get(size)
-            ok = isinstance(value, float) and isinstance(first, float) and first > 0
-            ratios.append(f"{value / first:.2f}" if ok else "")  # type: ignore[operator]
+            later = by_size.get(size)
+            ok = isinstance(later, float) and isinstance(first, float) and first > 0
+            ratios.append(f"{later / first:.2f}" if ok else "")  # type: ignore[operator]
         print(f"| {title} | " + " | ".join(cells + ratios) + " |")
 
 
