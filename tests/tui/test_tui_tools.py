@@ -119,34 +119,55 @@ def run(client: Client, query: Query) -> list[dict[str, Any]]:
 
 
 TOOL_KEYS = ("tool", "calls", "failures", "denied", "failure_pct", "p50_ms", "p95_ms", "max_ms", "unpaired")
+# Over the whole history, from the tool_hourly rollup. Durations are the ones results report
+# (the Agent call's result has none); unpaired is calls minus results (Read's orphan result
+# pairs off its running call); the running Bash call is not finished: the rate is over 21.
 BASH = ("Bash", 22, 3, 0, 14.3, 1100, 2000, 2100, 1)
-AGENT = ("Agent", 1, 0, 0, 0.0, 6_590_000, 6_590_000, 6_590_000, 0)
-GREP = ("Grep", 1, 0, 0, 0.0, 10, 10, 10, 0)
-WEBFETCH = ("WebFetch", 1, 0, 1, 0.0, 1000, 1000, 1000, 0)
-EXPECTED_TOOLS = {
-    # the orphan result only: the two Read calls started half an hour ago
-    "15m": [BASH, ("Read", 1, 0, 0, 0.0, 30, 30, 30, 1)],
-    "1h": [BASH, ("Read", 3, 0, 0, 0.0, 50, 68, 70, 1)],
-    # the Agent call ended 10 minutes ago but started 2 hours ago: counted from the last day on
-    "1d": [BASH, ("Read", 3, 0, 0, 0.0, 50, 68, 70, 1), AGENT, GREP],
-    "all": [BASH, ("Read", 3, 0, 0, 0.0, 50, 68, 70, 1), AGENT, GREP, WEBFETCH],
-}
+EXPECTED_ALL = [
+    BASH,
+    ("Read", 2, 0, 0, 0.0, 50, 70, 70, 0),
+    ("Agent", 1, 0, 0, 0.0, None, None, None, 0),
+    ("Grep", 1, 0, 0, 0.0, 10, 10, 10, 0),
+    ("WebFetch", 1, 0, 1, 0.0, None, None, None, 0),
+]
+# The same question asked of the raw table, for the hours of a window.
+RAW_TOOLS = """\
+SELECT
+    tool_name AS tool, countIf(event = 'PreToolUse') AS calls, countIf(event = 'PostToolUseFailure') AS failures,
+    countIf(event = 'PermissionDenied') AS denied, countIf(event != 'PreToolUse') AS finished,
+    if(finished = 0, NULL, round(100 * failures / finished, 1)) AS failure_pct,
+    countIf(event != 'PreToolUse' AND duration_ms IS NOT NULL) AS timed,
+    quantilesTimingIf(0.5, 0.95)(assumeNotNull(duration_ms), event != 'PreToolUse' AND duration_ms IS NOT NULL)
+        AS q,
+    if(timed = 0, NULL, toInt64(q[1])) AS p50_ms, if(timed = 0, NULL, toInt64(q[2])) AS p95_ms,
+    maxIf(duration_ms, event != 'PreToolUse') AS max_ms,
+    toUInt64(greatest(toInt64(calls) - toInt64(finished), 0)) AS unpaired
+FROM events FINAL
+WHERE tool_name != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
+  AND timestamp >= toStartOfHour(now() - toIntervalSecond({window_s:UInt32}))
+GROUP BY tool ORDER BY calls DESC, tool"""
 
 
 @pytest.mark.parametrize("window", WINDOW_ORDER)
 def test_tool_stats_per_window(store: Client, window: str) -> None:
-    got = run(store, tools_query(window))
-    assert [tuple(row[k] for k in TOOL_KEYS) for row in got] == EXPECTED_TOOLS[window]
-    bash = got[0]
-    assert bash["finished"] == 21, "the running call is not finished: the rate is over 21"
-    assert bash["last_error"] == "interrupted by user", "the latest failure's text"
+    got = [tuple(row[k] for k in TOOL_KEYS) for row in run(store, tools_query(window))]
+    if window == "all":
+        assert got == EXPECTED_ALL
+        bash = run(store, tools_query(window))[0]
+        assert bash["finished"] == 21, "the running call is not finished: the rate is over 21"
+        assert bash["last_error"] == "interrupted by user", "the latest failure's text"
+        return
+    seconds = {"15m": 900, "1h": 3600, "1d": 86400}[window]
+    raw = run(store, Query(RAW_TOOLS, {"window_s": seconds}))
+    assert got == [tuple(row[k] for k in TOOL_KEYS) for row in raw]
+    assert got, "every window holds the running session's Bash calls"
 
 
 def test_tool_stats_sorts(store: Client) -> None:
     by_rate = [row["tool"] for row in run(store, tools_query("all", "failure rate"))]
     assert by_rate[0] == "Bash"
     by_p95 = [row["tool"] for row in run(store, tools_query("all", "p95"))]
-    assert by_p95 == ["Agent", "Bash", "WebFetch", "Read", "Grep"]
+    assert by_p95 == ["Bash", "Read", "Grep", "Agent", "WebFetch"]
     assert [row["tool"] for row in run(store, tools_query("all", "calls"))][:2] == ["Bash", "Read"]
 
 
@@ -201,7 +222,9 @@ def test_any_window_and_limit_are_bound_on_the_real_schema(store: Client) -> Non
     """Not only the windows the view offers: ClickHouse binds any number of seconds, and the limit."""
     two_hours = 2 * 3600 + 60  # the Agent call started 2 hours ago: in, unlike in the last hour
     tools = [(row["tool"], row["calls"]) for row in run(store, queries.tool_stats(two_hours))]
-    assert tools == [("Bash", 22), ("Read", 3), ("Agent", 1)]
+    raw = run(store, Query(RAW_TOOLS, {"window_s": two_hours}))
+    assert tools == [(row["tool"], row["calls"]) for row in raw]
+    assert ("Agent", 1) in tools
     assert [row["tool"] for row in run(store, queries.tool_stats(two_hours, limit=1))] == ["Bash"]
     three_hours = 3 * 3600 + 60  # the session that ended 2h50m ago: in
     sessions = [row["session_id"] for row in run(store, queries.active_sessions(three_hours))]
@@ -257,7 +280,7 @@ class FakeStore:
             raise self.unreachable
         if self.error is not None:
             return {"error": self.error}
-        if "FROM tool_calls" in sql:
+        if "FROM tool_hourly" in sql:
             return {"columns": TOOL_COLUMNS, "rows": TOOL_ROWS}
         assert "FROM sessions" in sql
         return {"columns": SESSION_COLUMNS, "rows": SESSION_ROWS}

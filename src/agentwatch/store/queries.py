@@ -242,45 +242,34 @@ TOOL_SORTS: dict[str, str] = {
     "p95": "p95_ms DESC NULLS LAST, calls DESC, tool",
 }
 
+# Read from the tool_hourly rollup (007_rollups.sql): the cost does not grow with the history.
+# A window is made of whole UTC hours, the hours that began within it and the current one.
 _TOOL_STATS_SQL = """\
 SELECT
     tool,
-    count() AS calls,
-    countIf(status IN ('error', 'interrupted') OR error != '') AS failures,
-    countIf(status = 'denied') AS denied,
-    countIf(status != 'running') AS finished,
+    sum(calls) AS calls,
+    sum(failures) AS failures,
+    sum(denied) AS denied,
+    sum(finished) AS finished,
     if(finished = 0, NULL, round(100 * failures / finished, 1)) AS failure_pct,
-    count(duration_ms) AS timed,
-    quantiles(0.5, 0.95)(duration_ms) AS q,
-    if(timed = 0, NULL, toInt64(round(q[1]))) AS p50_ms,
-    if(timed = 0, NULL, toInt64(round(q[2]))) AS p95_ms,
-    max(duration_ms) AS max_ms,
-    countIf(status IN ('running', 'orphan')) AS unpaired,
-    argMaxIf(error, coalesce(ended, started), error != '') AS last_error
-FROM tool_calls
+    sum(timed) AS timed,
+    quantilesTimingMerge(0.5, 0.95)(durations) AS q,
+    if(timed = 0, NULL, toInt64(q[1])) AS p50_ms,
+    if(timed = 0, NULL, toInt64(q[2])) AS p95_ms,
+    max(tool_hourly.max_ms) AS max_ms,
+    toUInt64(greatest(toInt64(calls) - toInt64(finished), 0)) AS unpaired,
+    argMaxMerge(last_error) AS last_error
+FROM tool_hourly
 {where}GROUP BY tool
 ORDER BY {order}
 LIMIT {{limit:UInt32}}"""
 
-# The window is the last {window_s:UInt32} seconds. The IN list (cheap: events are ordered by
-# time) lets ClickHouse pair only the calls that had an event in the window; the second condition
-# keeps those that started in it (a result whose call was never seen counts from its result's time).
-_TOOLS_IN_WINDOW = """\
-WHERE (session_id, tool_use_id) IN (
-    SELECT session_id, tool_use_id FROM events
-    WHERE timestamp >= now64(3) - toIntervalSecond({window_s:UInt32}) AND tool_use_id != ''
-)
-  AND coalesce(started, ended) >= now64(3) - toIntervalSecond({window_s:UInt32})
-"""
+_TOOLS_IN_WINDOW = "WHERE hour >= toStartOfHour(now() - toIntervalSecond({window_s:UInt32}))\n"
 
+# The newest sessions first (`top`, from the sessions rollup), then their coverage (from
+# session_seq_rollup) and cost, read for those sessions only.
 _SESSIONS_SQL = """\
-SELECT
-    s.session_id AS session_id, s.agent AS agent, s.team AS team, s.host AS host,
-    s.started AS started, s.ended AS ended, s.end_reason AS end_reason, s.last_seen AS last_seen,
-    s.duration_ms AS duration_ms, s.seen_s AS seen_s, s.events AS events, s.tool_calls AS tool_calls,
-    s.errors AS errors, s.prompts AS prompts, s.subagents AS subagents, s.outcome AS outcome,
-    cov.coverage_pct AS coverage_pct, cost.cost_usd AS cost_usd, cost.tokens AS tokens
-FROM
+WITH top AS
 (
     SELECT
         session_id, agent, team, host, started, ended, end_reason, last_seen,
@@ -290,11 +279,24 @@ FROM
     FROM sessions
     {where}ORDER BY started DESC, session_id
     LIMIT {{limit:UInt32}}
-) AS s
+)
+SELECT
+    s.session_id AS session_id, s.agent AS agent, s.team AS team, s.host AS host,
+    s.started AS started, s.ended AS ended, s.end_reason AS end_reason, s.last_seen AS last_seen,
+    s.duration_ms AS duration_ms, s.seen_s AS seen_s, s.events AS events, s.tool_calls AS tool_calls,
+    s.errors AS errors, s.prompts AS prompts, s.subagents AS subagents, s.outcome AS outcome,
+    cov.coverage_pct AS coverage_pct, cost.cost_usd AS cost_usd, cost.tokens AS tokens
+FROM top AS s
 LEFT JOIN
 (
     SELECT session_id, if(sum(max_seq) = 0, NULL, round(100 * sum(stored) / sum(max_seq), 1)) AS coverage_pct
-    FROM coverage
+    FROM
+    (
+        SELECT session_id, host, max(max_seq) AS max_seq, uniqExactMerge(stored) AS stored
+        FROM session_seq_rollup
+        WHERE session_id IN (SELECT session_id FROM top)
+        GROUP BY session_id, host
+    )
     GROUP BY session_id
 ) AS cov ON cov.session_id = s.session_id
 LEFT JOIN
@@ -304,16 +306,11 @@ LEFT JOIN
         input_tokens + output_tokens + cache_read_tokens + cache_write_5m_tokens + cache_write_1h_tokens
             AS tokens
     FROM session_costs
+    WHERE session_id IN (SELECT session_id FROM top)
 ) AS cost ON cost.session_id = s.session_id
 ORDER BY s.started DESC, s.session_id"""
 
-_SESSIONS_IN_WINDOW = """\
-WHERE session_id IN (
-    SELECT session_id FROM events
-    WHERE timestamp >= now64(3) - toIntervalSecond({window_s:UInt32}) AND session_id != ''
-)
-  AND last_seen >= now64(3) - toIntervalSecond({window_s:UInt32})
-"""
+_SESSIONS_IN_WINDOW = "WHERE last_seen >= now64(3) - toIntervalSecond({window_s:UInt32})\n"
 
 
 def _window_params(window_s: int | None, limit: int) -> dict[str, Any]:
@@ -325,10 +322,12 @@ def _window_params(window_s: int | None, limit: int) -> dict[str, Any]:
 
 
 def tool_stats(window_s: int | None, sort: str = "calls", limit: int = TOOLS_LIMIT) -> Query:
-    """One row per tool for the calls that started in the last `window_s` seconds (None: ever):
-    calls, failures (error or interrupted), denied, the failure rate over finished calls (running
-    ones left out), p50/p95/max duration in ms over the calls that have one, unpaired calls
-    (running: no result yet, orphan: no call seen) and the latest error text."""
+    """One row per tool over the UTC hours that began in the last `window_s` seconds, the current
+    one included (None: ever), from the tool_hourly rollup: calls (PreToolUse), failures
+    (PostToolUseFailure, interrupted included), denied, the failure rate over finished calls
+    (results of any kind), p50/p95 (quantileTiming: exact below 1 s, to 16 ms below 30 s, 30,000
+    for longer) and max duration in ms over the results that report one, unpaired (calls minus
+    results, when positive) and the latest error text. See `tool_stats` in docs/queries.md."""
     if sort not in TOOL_SORTS:
         raise ValueError(f"unknown sort {sort!r}: one of {', '.join(TOOL_SORTS)}")
     where = "" if window_s is None else _TOOLS_IN_WINDOW
