@@ -133,12 +133,14 @@ EXPECTED_ALL = [
 # The same question asked of the raw table, for the hours of a window.
 RAW_TOOLS = """\
 SELECT
-    tool_name AS tool, countIf(event = 'PreToolUse') AS calls, countIf(event = 'PostToolUseFailure') AS failures,
+    tool_name AS tool, countIf(event = 'PreToolUse') AS calls,
+    countIf(event = 'PostToolUseFailure') AS failures,
     countIf(event = 'PermissionDenied') AS denied, countIf(event != 'PreToolUse') AS finished,
     if(finished = 0, NULL, round(100 * failures / finished, 1)) AS failure_pct,
     countIf(event != 'PreToolUse' AND duration_ms IS NOT NULL) AS timed,
-    quantilesTimingIf(0.5, 0.95)(assumeNotNull(duration_ms), event != 'PreToolUse' AND duration_ms IS NOT NULL)
-        AS q,
+    quantilesTimingIf(0.5, 0.95)(
+        assumeNotNull(duration_ms), event != 'PreToolUse' AND duration_ms IS NOT NULL
+    ) AS q,
     if(timed = 0, NULL, toInt64(q[1])) AS p50_ms, if(timed = 0, NULL, toInt64(q[2])) AS p95_ms,
     maxIf(duration_ms, event != 'PreToolUse') AS max_ms,
     toUInt64(greatest(toInt64(calls) - toInt64(finished), 0)) AS unpaired
