@@ -162,6 +162,7 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     base = args.dir or Path(tempfile.mkdtemp(prefix="history-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(base).free
     root = clickhouse_connect.get_client(dsn=f"chdb://{base}")
     work = [*dashboard(), *((t, queries.Query(sql)) for t, sql in documented())]
