@@ -62,6 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_CLICKHOUSE_URL", "chdb://<data dir>/clickhouse", "collector",
             "embedded chDB, or http(s)://user:password@host:8123/db"),
     Setting("AGENTWATCH_RETENTION_DAYS", "0 (keep all)", "collector", "TTL of events and messages"),
+    Setting("AGENTWATCH_STORE_FIELD_MAX_BYTES", "16384", "collector",
+            "a payload string longer than this is stored as its head and tail, the cut noted (0: keep all)"),
     Setting("AGENTWATCH_STREAM_MAX_AGE_DAYS", "7", "collector", "how long JetStream keeps events"),
     Setting("AGENTWATCH_STREAM_MAX_BYTES", "8 GiB", "collector",
             "JetStream's byte limit for the stream (oldest dropped first)"),

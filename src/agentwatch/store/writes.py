@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from agentwatch.store.trim import field_max_bytes, trim_bodies
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -90,6 +92,7 @@ def insert_batch(client: Client, events: Sequence[bytes], messages: Sequence[byt
     agent).
     """
     events, messages = new_only(client, events, messages)
+    events = trim_bodies(events, field_max_bytes())
     if events:
         block = b"\n".join(events)
         client.raw_insert(EVENTS_TABLE, insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS)
