@@ -183,7 +183,7 @@ def main() -> int:
         for title, query in work:
             results[title][size] = time_query(client, query.sql, query.params, args.runs)
         client.close()
-    print_table(results, kept)
+        print_table(results, kept)  # after each size: a long run still leaves its figures so far
     root.close()
     if args.dir is None:
         shutil.rmtree(base, ignore_errors=True)
