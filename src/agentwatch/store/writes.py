@@ -21,6 +21,7 @@ EVENTS_TABLE = "events"
 MESSAGE_ENVELOPES_TABLE = "message_envelopes"
 DEAD_LETTERS_TABLE = "dead_letters"
 _ID_PREFIX = b'{"v":1,"id":"'
+_LOOKUP_CHUNK = 5000
 
 # Settings for inserting envelope bodies with FORMAT JSONEachRow.
 INSERT_SETTINGS: dict[str, object] = {
@@ -65,11 +66,13 @@ def new_only(
     ids = [envelope_id(b) for b in events], [envelope_id(b) for b in messages]
     wanted = sorted({i for group in ids for i in group if i})
     seen: set[str] = set()
-    if wanted:
+    # In chunks: over HTTP the ids travel in the URL, which a ClickHouse server caps at 1 MiB.
+    for at in range(0, len(wanted), _LOOKUP_CHUNK):
         rows = client.query(
-            "SELECT DISTINCT id FROM event_ids WHERE id IN {ids:Array(String)}", parameters={"ids": wanted}
+            "SELECT DISTINCT id FROM event_ids WHERE id IN {ids:Array(String)}",
+            parameters={"ids": wanted[at : at + _LOOKUP_CHUNK]},
         ).result_rows
-        seen = {str(row[0]) for row in rows}
+        seen.update(str(row[0]) for row in rows)
     kept: tuple[list[bytes], list[bytes]] = ([], [])
     for bodies, group_ids, out in ((events, ids[0], kept[0]), (messages, ids[1], kept[1])):
         for body, key in zip(bodies, group_ids, strict=True):
