@@ -78,6 +78,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_ALERT_SINK_ATTEMPTS", "4", "collector",
             "tries per delivery when a sink answers 5xx or 429 or cannot be reached"),
     Setting("AGENTWATCH_THEME", "textual-dark", "dashboard", "the dashboard's Textual theme"),
+    Setting("AGENTWATCH_CONFIG_DIR", "$XDG_CONFIG_HOME/agentwatch, else ~/.config/agentwatch", "dashboard",
+            "the web dashboard's sign-in token (and other settings files)"),
+    Setting("AGENTWATCH_WEB_MAX_SESSIONS", "4", "dashboard",
+            "browser tabs `agentwatch web` serves at once (each runs its own dashboard)"),
 )  # fmt: skip
 NAMES = frozenset(s.name for s in SETTINGS)
 
@@ -88,6 +92,15 @@ def data_dir(environ: Mapping[str, str] = os.environ) -> str:
     if explicit:
         return os.path.abspath(os.path.expanduser(explicit))
     xdg = environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(xdg, "agentwatch")
+
+
+def config_dir(environ: Mapping[str, str] = os.environ) -> str:
+    """AGENTWATCH_CONFIG_DIR, else $XDG_CONFIG_HOME/agentwatch, else ~/.config/agentwatch."""
+    explicit = environ.get("AGENTWATCH_CONFIG_DIR")
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return os.path.join(xdg, "agentwatch")
 
 
