@@ -67,6 +67,9 @@ class DashboardServer(Server):
         self.max_sessions = max_sessions
         self.ssl_context = ssl_context
         self.hosts, self.origins = allowed(url)
+        # Browsers keep cookies per host, not per port: one name per port, so that signing in to a
+        # second server on this machine does not sign the browser out of the first.
+        self.cookie = f"{COOKIE}_{port}"
         self.sessions = 0
 
     # -- the checks --------------------------------------------------------------------------
@@ -91,7 +94,7 @@ class DashboardServer(Server):
         if origin is not None and origin not in self.origins:
             log.warning("refused a request from another site's page (Origin %s)", origin)
             return page(403, "Refused", "A page of another site asked this dashboard for something.")
-        if request.path != "/signin" and not cookie_matches(request.cookies.get(COOKIE, ""), self.token):
+        if request.path != "/signin" and not cookie_matches(request.cookies.get(self.cookie, ""), self.token):
             return page(401, "Sign in first", SIGN_IN)
         if request.path == "/" and self.sessions >= self.max_sessions:
             return self.full()
@@ -114,7 +117,7 @@ class DashboardServer(Server):
             return page(401, "Wrong token", SIGN_IN)
         response = web.Response(status=303, headers={"Location": "/", **SECURITY_HEADERS})
         response.set_cookie(
-            COOKIE,
+            self.cookie,
             cookie_value(self.token),
             httponly=True,
             samesite="Strict",
