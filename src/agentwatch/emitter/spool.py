@@ -170,12 +170,41 @@ class Spool:
             moved += self._requeue(claimed, data)
         return moved
 
+    def resume_capture(self, stdin: int) -> None:
+        """Add what `stdin` holds now to this process's capture, without waiting (`stdin` is
+        non-blocking), and mark it complete if its end was reached."""
+        fd = os.open(os.path.join(self.inflight, str(os.getpid())), os.O_RDWR)
+        try:
+            os.lseek(fd, 0, os.SEEK_END)
+            try:
+                _, unwritten = _drain(stdin, fd)
+            except BlockingIOError:  # the writer is not done: the capture stays marked READING
+                return
+            if unwritten is None:
+                os.pwrite(fd, COMPLETE, len(RAW_MARK))
+        finally:
+            os.close(fd)
+
+    def queue_own_capture(self) -> int:
+        """Queue this process's own capture now: its run ran out of time before it made its
+        messages (a capture still marked READING becomes the event that says so); how many."""
+        path = os.path.join(self.inflight, str(os.getpid()))
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return 0
+        return self._requeue(path, data) if data.startswith(RAW_MARK) else 0
+
     def _requeue(self, claimed: str, data: bytes) -> int:
         """Queue what one in-flight file holds; how many messages."""
         if data.startswith(RAW_MARK):
             if self.rebuild is None:
                 return 0  # left for a recovery that can make its messages
             header, _, raw = data[len(RAW_MARK) :].partition(b"\n")
+            if header.startswith(READING) and not raw:  # stopped before a byte came: nothing to keep
+                self.release(claimed)
+                return 0
             try:
                 complete = _lines(self.rebuild(header, raw))
             except Exception:  # a capture nothing can be made of: it stays for a person to see
