@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 
 from nats.js.api import AckPolicy as JsAckPolicy
-from nats.js.api import ConsumerConfig, DiscardPolicy, StorageType, StreamConfig
+from nats.js.api import ConsumerConfig, DeliverPolicy, DiscardPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 
@@ -23,6 +23,41 @@ MAX_DELIVER = 10
 ACK_WAIT_S = 30.0
 # Unacknowledged messages the store may hold: bounds its memory whatever the backlog.
 MAX_ACK_PENDING = 40_000
+
+# The watchdog (consumers/alerts.py): its alerts on their own stream, so they are kept and
+# de-duplicated (Nats-Msg-Id "{id}.{state}") like events; and its own durable consumer of GENIE.
+ALERTS_STREAM = "ALERTS"
+ALERT_SUBJECTS = "agentwatch.alert.>"
+ALERTS_DURABLE = "agentwatch-alerts"
+
+
+def alert_subject(severity: str, rule: str) -> str:
+    return f"agentwatch.alert.{severity}.{rule}"
+
+
+def alerts_stream_config(environ: Mapping[str, str] = os.environ) -> StreamConfig:
+    """ALERTS captures agentwatch.alert.>, on disk, kept as long as GENIE keeps events."""
+    days = config.number(environ, "AGENTWATCH_STREAM_MAX_AGE_DAYS", 7)
+    return StreamConfig(
+        name=ALERTS_STREAM,
+        subjects=[ALERT_SUBJECTS],
+        storage=StorageType.FILE,
+        max_age=days * 86400.0,
+        discard=DiscardPolicy.OLD,
+        duplicate_window=DUPLICATE_WINDOW_S,
+        num_replicas=config.number(environ, "AGENTWATCH_STREAM_REPLICAS", 1),
+    )
+
+
+def alerts_consumer_config(environ: Mapping[str, str] = os.environ) -> ConsumerConfig:
+    """The watchdog follows new events only: on a first start it rebuilds the past from the store."""
+    return ConsumerConfig(
+        durable_name=ALERTS_DURABLE,
+        ack_policy=JsAckPolicy.EXPLICIT,
+        ack_wait=ack_wait(environ),
+        deliver_policy=DeliverPolicy.NEW,
+        max_ack_pending=MAX_ACK_PENDING,
+    )
 
 
 def stream_config(environ: Mapping[str, str] = os.environ) -> StreamConfig:
@@ -59,14 +94,16 @@ def store_consumer_config(environ: Mapping[str, str] = os.environ) -> ConsumerCo
 
 async def ensure_stream(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> str:
     """Create the stream, or update it to the configured limits; returns what was done."""
-    wanted = stream_config(environ)
-    try:
-        await js.stream_info(STREAM_NAME)
-    except NotFoundError:
-        await js.add_stream(wanted)
-        return "created"
-    await js.update_stream(wanted)
-    return "updated"
+    for wanted in (alerts_stream_config(environ), stream_config(environ)):
+        try:
+            await js.stream_info(str(wanted.name))
+        except NotFoundError:
+            await js.add_stream(wanted)
+            done = "created"
+            continue
+        await js.update_stream(wanted)
+        done = "updated"
+    return done  # of GENIE
 
 
 async def prepare_stream(url: str, environ: Mapping[str, str] = os.environ, patience: float = 30.0) -> str:

@@ -20,6 +20,7 @@ from faststream.nats import NatsBroker
 
 from agentwatch import config
 from agentwatch.bus import streams as bus
+from agentwatch.consumers.alerts import Watchdog, alerts_router
 from agentwatch.consumers.query import query_router
 from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
 from agentwatch.store import client as clickhouse
@@ -39,6 +40,7 @@ class Collector:
     store_client: Client
     query_client: Client
     applied: list[str]
+    watchdog: Watchdog | None = None
 
 
 def build(
@@ -48,8 +50,11 @@ def build(
     *,
     status: TextIO | None = None,
     name: str = "agentwatch-store",
+    store: bool = True,
+    alerts: bool = True,
 ) -> Collector:
-    """Connect ClickHouse (applying migrations) and wire the store and query service on NATS."""
+    """Connect ClickHouse (applying migrations) and wire the store and query service, and the
+    watchdog, on NATS (`store=False`: the watchdog alone)."""
     store_client = clickhouse.connect(clickhouse_url)
     applied = apply_migrations(store_client, config.number(environ, "AGENTWATCH_RETENTION_DAYS", 0))
     query_client = clickhouse.connect_readonly(clickhouse_url)
@@ -69,9 +74,13 @@ def build(
     )
 
     writer = StoreWriter(store_client)
-    broker.include_router(store_router(writer))
-    broker.include_router(advisory_router(writer))
-    broker.include_router(query_router(query_client))
+    if store:
+        broker.include_router(store_router(writer))
+        broker.include_router(advisory_router(writer))
+        broker.include_router(query_router(query_client))
+    watchdog = Watchdog(clickhouse.connect(clickhouse_url), environ) if alerts else None
+    if watchdog is not None:
+        broker.include_router(alerts_router(watchdog))
     app = FastStream(broker, logger=log)
     reporter: list[asyncio.Task[None]] = []
 
@@ -84,6 +93,8 @@ def build(
         gc.collect()
         gc.freeze()
         writer.start()
+        if watchdog is not None:
+            await watchdog.start(broker)
         if status is not None:
             reporter.append(asyncio.create_task(_report(broker, writer, status)))
 
@@ -97,13 +108,16 @@ def build(
         for sub in broker.subscribers:
             await sub.stop()
         await writer.stop()
+        if watchdog is not None:
+            await watchdog.stop()
+            watchdog.client.close()
         if status is not None:
             s = writer.stats
             summary = f"{s.stored} events and {s.messages} messages stored, {s.dead_letters} dead letters"
             summary += f"; {s.usage} usage records stored" if s.usage else ""
             print(f"\nstopped: {summary}", file=status, flush=True)
 
-    return Collector(app, broker, writer, store_client, query_client, applied)
+    return Collector(app, broker, writer, store_client, query_client, applied, watchdog)
 
 
 def broker_options(opts: dict[str, Any]) -> dict[str, Any]:
