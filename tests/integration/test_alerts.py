@@ -88,9 +88,12 @@ class Bus:
 
 
 @asynccontextmanager
-async def watched(url: str, client: Client, rules: Path) -> AsyncIterator[tuple[Bus, Watchdog]]:
-    """The store and the watchdog in this process, and a subscriber on agentwatch.alert.>."""
-    if not rules.exists():
+async def watched(
+    url: str, client: Client, rules: Path, *, default: bool = False
+) -> AsyncIterator[tuple[Bus, Watchdog]]:
+    """The store and the watchdog in this process, and a subscriber on agentwatch.alert.>; the
+    rules file has small thresholds unless `default` (then the service writes its own)."""
+    if not rules.exists() and not default:
         rules.write_text(FAST_RULES)
     nc = await nats.connect(url)
     await ensure_stream(nc.jetstream(), {})
@@ -278,3 +281,38 @@ async def test_restart_neither_loses_nor_repeats(nats_server: NatsServer, ch: Cl
     assert len(rows) == 3
     still = ch.query("SELECT JSONExtractString(details, 'tool_use_id') FROM open_alerts").result_rows
     assert still == [("k2",)]
+
+
+async def test_budget_skips_without_costs_then_fires(
+    nats_server: NatsServer, ch: Client, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.toml"
+
+    async def raise_the_budget() -> None:
+        rules.write_text(FAST_RULES.replace("session_usd = 1", "session_usd = 10"))
+
+    async with watched(nats_server.url, ch, rules) as (bus, watchdog):
+        await asyncio.sleep(1.5)  # a cost poll with no usage at all
+        assert watchdog.engine.costs == [] and not fired("budget")(bus.alerts)
+        ch.command(
+            "INSERT INTO usage (session_id, message_id, request_id, timestamp, agent, team, model, "
+            "input_tokens, output_tokens, cost_usd, version) "
+            "VALUES ('s9', 'm1', 'r1', now64(3), 'lead', 'red', 'claude', 1000, 1000, 2.5, 1)"
+        )
+        await bus.wait(fired("budget"))
+        alert = next(a for a in bus.alerts if a["rule"] == "budget")
+        assert alert["session_id"] == "s9" and alert["severity"] == "critical"
+        assert "$2.50" in alert["summary"]
+        await check_lifecycle(bus, ch, "budget", raise_the_budget)
+
+
+async def test_a_busy_demo_team_raises_nothing(nats_server: NatsServer, ch: Client, tmp_path: Path) -> None:
+    """The demo's team at 200 events/s for a minute, with the default rules: no alert."""
+    from agentwatch.demo.publisher import run_demo
+
+    rules = tmp_path / "rules.toml"
+    async with watched(nats_server.url, ch, rules, default=True) as (bus, watchdog):
+        sent = await run_demo(nats_server.url, rate=200, duration=60, seed=7)
+        await asyncio.sleep(2)
+        assert sent > 9000 and watchdog.observed >= sent
+        assert bus.alerts == [], [(a["rule"], a["summary"]) for a in bus.alerts]

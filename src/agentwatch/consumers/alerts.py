@@ -137,8 +137,8 @@ class Watchdog:
             return
         try:
             rows = await asyncio.to_thread(_rows, self.client, queries.BUDGET_COSTS)
-        except Exception as exc:  # no cost known yet, or the store busy: the rule waits
-            log.debug("alerts: no costs (%s)", exc)
+        except Exception as exc:  # the store busy or away: the rule waits for the next poll
+            log.warning("alerts: could not read the costs (%s)", exc)
             return
         self.engine.observe_costs((str(r["scope"]), str(r["name"]), r["cost_usd"]) for r in rows)
 

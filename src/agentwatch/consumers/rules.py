@@ -29,7 +29,7 @@ DEFAULTS: dict[str, tuple[str, dict[str, float]]] = {
     "stuck_tool": ("warning", {"floor_s": 600.0, "p95_factor": 5.0, "history": 200.0}),
     "silent_agent": ("warning", {"after_s": 600.0}),
     "loop": ("warning", {"repeats": 8.0}),
-    "failure_burst": ("warning", {"failures": 8.0, "window_s": 300.0}),
+    "failure_burst": ("warning", {"failures": 8.0, "window_s": 300.0, "min_share": 0.5}),
     "waiting_for_user": ("info", {"after_s": 300.0}),
     "idle_with_open_tasks": ("info", {"after_s": 600.0}),
     "budget": ("critical", {"session_usd": 50.0, "agent_usd": 50.0, "team_usd": 200.0}),
@@ -181,7 +181,7 @@ class AgentState:
     call_failed: bool = False
     repeats: int = 0
     repeat_since: float = 0.0
-    failures: deque[float] = field(default_factory=lambda: deque(maxlen=256))
+    results: deque[tuple[float, bool]] = field(default_factory=lambda: deque(maxlen=512))  # (when, failed)
     waiting: Open | None = None
 
 
@@ -309,8 +309,8 @@ class Engine:
                     started[1], deque(maxlen=int(self.rules["stuck_tool"]["history"]))
                 )
                 history.append(max(0.0, t - started[0]))
+            state.results.append((t, event == "PostToolUseFailure"))
             if event == "PostToolUseFailure":
-                state.failures.append(t)
                 state.call_failed = True
 
     def _forget_calls(self, state: AgentState) -> None:
@@ -414,16 +414,21 @@ class Engine:
                 )
             )
         window = r["failure_burst"]["window_s"]
-        recent = sum(1 for f in s.failures if now - f <= window)
-        if recent >= r["failure_burst"]["failures"]:
-            first = next(f for f in s.failures if now - f <= window)
+        # A burst is many failures that are also most of what the agent tried: a busy agent whose
+        # calls mostly work is not in trouble because it made many of them.
+        inside = [(t, failed) for t, failed in s.results if now - t <= window]
+        recent = sum(1 for _, failed in inside if failed)
+        if recent >= r["failure_burst"]["failures"] and recent >= r["failure_burst"]["min_share"] * len(
+            inside
+        ):
+            first = next(t for t, failed in inside if failed)
             found.append(
                 self._open(
                     s,
                     "failure_burst",
                     "",
                     first,
-                    f"{s.agent} had {recent} tool failures in {window:.0f}s",
+                    f"{s.agent} had {recent} tool failures of {len(inside)} results in {window:.0f}s",
                     {"failures": recent},
                 )
             )

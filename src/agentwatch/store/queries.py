@@ -462,6 +462,6 @@ def replay_events(seconds: int) -> Query:
 BUDGET_COSTS = Query(
     "SELECT 'session' AS scope, session_id AS name, cost_usd FROM session_costs WHERE cost_usd IS NOT NULL "
     "UNION ALL SELECT 'agent' AS scope, agent AS name, cost_usd FROM agent_costs WHERE cost_usd IS NOT NULL "
-    "UNION ALL SELECT 'team' AS scope, team AS name, sum(cost_usd) AS cost_usd FROM session_costs "
-    "WHERE team != '' AND cost_usd IS NOT NULL GROUP BY team"
+    "UNION ALL SELECT 'team' AS scope, team AS name, sum(s.cost_usd) AS cost_usd FROM session_costs AS s "
+    "WHERE team != '' AND s.cost_usd IS NOT NULL GROUP BY team"
 )
