@@ -20,7 +20,7 @@ from faststream.nats import NatsBroker
 
 from agentwatch import config
 from agentwatch.bus import streams as bus
-from agentwatch.consumers.alerts import Watchdog, alerts_router
+from agentwatch.consumers.alerts import Watchdog, alerts_router, rules_path
 from agentwatch.consumers.query import query_router
 from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
 from agentwatch.store import client as clickhouse
@@ -95,7 +95,7 @@ def build(
         writer.start()
         if watchdog is not None:
             await watchdog.start(broker)
-        if status is not None:
+        if status is not None and store:
             reporter.append(asyncio.create_task(_report(broker, writer, status)))
 
     @app.on_shutdown
@@ -111,7 +111,7 @@ def build(
         if watchdog is not None:
             await watchdog.stop()
             watchdog.client.close()
-        if status is not None:
+        if status is not None and store:
             s = writer.stats
             summary = f"{s.stored} events and {s.messages} messages stored, {s.dead_letters} dead letters"
             summary += f"; {s.usage} usage records stored" if s.usage else ""
@@ -207,8 +207,10 @@ def run(
     verbose: bool,
     started_at: float | None = None,
     out: TextIO = sys.stdout,
+    store: bool = True,
 ) -> None:
-    """Set up the stream, open ClickHouse, print what runs where, and serve until interrupted."""
+    """Set up the stream, open ClickHouse, print what runs where, and serve until interrupted
+    (`store=False`: the watchdog alone, `agentwatch alerts run`)."""
     setup_logging(verbose)
     ch_url = config.clickhouse_url(environ)
     try:
@@ -218,7 +220,7 @@ def run(
             f"cannot set up the GENIE stream on {config.display_urls(nats_url)}: {exc}"
         ) from None
     try:
-        collector = build(nats_url, ch_url, environ, status=out)
+        collector = build(nats_url, ch_url, environ, status=out, store=store)
     except Exception as exc:
         raise CollectorError(f"cannot open ClickHouse at {config.display_url(ch_url)}: {exc}") from None
     schema = f"applied {', '.join(collector.applied)}" if collector.applied else "up to date"
@@ -227,8 +229,15 @@ def run(
         *banner,
         f"stream:      GENIE on genie.> ({how}; JetStream de-duplicates by Nats-Msg-Id)",
         f"clickhouse:  {config.display_url(ch_url)} (schema {schema})",
-        'queries:     agentwatch sql "SELECT ..."   (request/reply on agentwatch.query)',
-        "events:      register the hook with `agentwatch hooks install`, or try `agentwatch demo`",
+        *(
+            [
+                'queries:     agentwatch sql "SELECT ..."   (request/reply on agentwatch.query)',
+                "events:      register the hook with `agentwatch hooks install`, or try `agentwatch demo`",
+            ]
+            if store
+            else []
+        ),
+        f"alerts:      rules in {rules_path(environ)}; alerts on agentwatch.alert.> (`agentwatch alerts`)",
         *ready,
         "Ctrl-C stops; the last batch is written before exit.",
     ]:
