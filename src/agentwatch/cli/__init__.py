@@ -44,7 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
         coverage,
         cost,
         alerts,
-        alerts,
         importer,
         tui,
         demo,
