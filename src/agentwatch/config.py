@@ -84,6 +84,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS", "30", "collector",
             "how often the budget rule reads the costs from the store"),
     Setting("AGENTWATCH_THEME", "textual-dark", "dashboard", "the dashboard's Textual theme"),
+    Setting("AGENTWATCH_ALERT_BELL", "1", "dashboard",
+            "ring the terminal bell on a new firing alert (0: never)"),
 )  # fmt: skip
 NAMES = frozenset(s.name for s in SETTINGS)
 
