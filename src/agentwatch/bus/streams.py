@@ -106,9 +106,20 @@ async def ensure_stream(js: JetStreamContext, environ: Mapping[str, str] = os.en
     return done  # of GENIE
 
 
-async def prepare_stream(url: str, environ: Mapping[str, str] = os.environ, patience: float = 30.0) -> str:
-    """Create or update the stream, retrying while a cluster has no leader for it yet (a node
-    that just restarted, an election under way)."""
+async def ensure_watchdog_consumer(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> None:
+    """The watchdog's durable, created before the collector says it is ready: it follows new
+    events only, so every event published once the banner is out is watched."""
+    try:
+        await js.consumer_info(STREAM_NAME, ALERTS_DURABLE)
+    except NotFoundError:
+        await js.add_consumer(STREAM_NAME, alerts_consumer_config(environ))
+
+
+async def prepare_stream(
+    url: str, environ: Mapping[str, str] = os.environ, patience: float = 30.0, *, watchdog: bool = False
+) -> str:
+    """Create or update the stream (and with `watchdog`, the watchdog's durable), retrying while
+    a cluster has no leader for it yet (a node that just restarted, an election under way)."""
     from agentwatch.bus.connect import connect
 
     deadline = time.monotonic() + patience
@@ -116,7 +127,10 @@ async def prepare_stream(url: str, environ: Mapping[str, str] = os.environ, pati
         try:
             nc = await connect(url, environ, name="agentwatch-setup")
             try:
-                return await ensure_stream(nc.jetstream(), environ)
+                done = await ensure_stream(nc.jetstream(), environ)
+                if watchdog:
+                    await ensure_watchdog_consumer(nc.jetstream(), environ)
+                return done
             finally:
                 await nc.close()
         except Exception:

@@ -214,7 +214,7 @@ def run(
     setup_logging(verbose)
     ch_url = config.clickhouse_url(environ)
     try:
-        how = asyncio.run(bus.prepare_stream(nats_url, environ))
+        how = asyncio.run(bus.prepare_stream(nats_url, environ, watchdog=True))
     except Exception as exc:
         raise CollectorError(
             f"cannot set up the GENIE stream on {config.display_urls(nats_url)}: {exc}"
