@@ -72,6 +72,10 @@ class Alerts:
     def marked(self, agent: str) -> bool:
         return agent in self._agents
 
+    def mark(self, agent: str) -> str:
+        """What goes before the agent's name in the roster: MARK while it has an open alert."""
+        return MARK if agent in self._agents else ""
+
     def status(self) -> str:
         return f"{len(self.open)} open alert{'s' if len(self.open) != 1 else ''}" if self.open else ""
 

@@ -28,7 +28,7 @@ from textual.widgets import Header, Input
 
 from agentwatch.format import age, clock
 from agentwatch.store import queries
-from agentwatch.tui.alerts_view import MARK, Alerts, AlertsScreen, is_alert
+from agentwatch.tui.alerts_view import Alerts, AlertsScreen, is_alert
 from agentwatch.tui.commands import system_commands
 from agentwatch.tui.common import EventScreen, FilterInput, KeyBar, Line, Palette
 from agentwatch.tui.costs import Costs
@@ -82,12 +82,7 @@ class AgentwatchApp(App[None]):
             "a", "agent_detail", "Agent", tooltip="the selected agent: timeline, tool calls, prompts, errors"
         ),
         Binding("t", "team", "Team", tooltip="who messaged whom, tasks, idle teammates"),
-        Binding(
-            "exclamation_mark",
-            "alerts",
-            "Alerts",
-            tooltip="open and recent alerts of the watchdog; Enter: the agent",
-        ),
+        Binding("exclamation_mark", "alerts", "Alerts", tooltip="open and recent alerts; Enter: the agent"),
         Binding("h", "tools", "Tools", tooltip="durations and failure rates of tools, sessions (from SQL)"),
         Binding(
             "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
@@ -262,8 +257,7 @@ class AgentwatchApp(App[None]):
 
     def apply(self, env: dict[str, Any], raw: bytes | None = None) -> None:
         """One envelope into the model: feed, roster (and the agent's timeline), team. Token usage
-        is no event a person reads: it makes the costs be asked again, soon. An alert change goes
-        to the alerts (a new firing one rings the bell)."""
+        is no event a person reads: it makes the costs be asked again, soon. An alert: see alerts_view."""
         if is_alert(env):
             if self.alerts.take(env) and self.alerts.bell:
                 self.bell()
@@ -413,10 +407,7 @@ class AgentwatchApp(App[None]):
         pal = self.palette
         now = self.clock()
         cells: dict[str, Cell] = {
-            "agent": (MARK if self.alerts.marked(agent.name) else "")
-            + "  " * depth
-            + ("└ " if depth else "")
-            + agent.name,
+            "agent": self.alerts.mark(agent.name) + "  " * depth + ("└ " if depth else "") + agent.name,
             "team": agent.team,
             "state": Text(agent.state, style=pal.state.get(agent.state, "")),
             "tool": agent.tool,
