@@ -312,6 +312,8 @@ async def test_a_busy_demo_team_raises_nothing(nats_server: NatsServer, ch: Clie
 
     rules = tmp_path / "rules.toml"
     async with watched(nats_server.url, ch, rules, default=True) as (bus, watchdog):
+        written = rules.read_text()  # the commented default, written on first start
+        assert "[loop]\n# enabled = true" in written and "# repeats = 8" in written
         sent = await run_demo(nats_server.url, rate=200, duration=60, seed=7)
         await asyncio.sleep(2)
         assert sent > 9000 and watchdog.observed >= sent
