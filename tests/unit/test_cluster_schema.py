@@ -101,6 +101,7 @@ KEYS = {
     "usage": "cityHash64(session_id)",
     "cost_states": "cityHash64(session_id)",
     "costs": "cityHash64(id)",
+    "alerts": "cityHash64(id)",
 }
 
 
@@ -151,6 +152,10 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE VIEW IF NOT EXISTS session_costs {ON_CLUSTER} AS",
         f"CREATE VIEW IF NOT EXISTS agent_costs {ON_CLUSTER} AS",
         f"CREATE VIEW IF NOT EXISTS cost_daily {ON_CLUSTER} AS",
+        # 008_alerts: the rows of one alert (firing, resolved) meet on the shard of its id.
+        f"CREATE TABLE IF NOT EXISTS alerts_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS alerts {ON_CLUSTER} AS alerts_local",
+        f"CREATE VIEW IF NOT EXISTS open_alerts {ON_CLUSTER} AS",
     ]
 
 
@@ -165,7 +170,7 @@ def test_the_output_splits_like_a_migration() -> None:
     """One statement per generated CREATE/ALTER, every one ending with `;` at the end of a line."""
     text = cluster_schema(with_extra(EXTRA), sharding_keys=KEYS)
     statements = split_statements(text)
-    assert len(statements) == len(heads(text)) == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 8
+    assert len(statements) == len(heads(text)) == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 8
     assert all(ON_CLUSTER in s for s in statements)
 
 
@@ -257,6 +262,7 @@ def test_a_sharding_key_for_no_table_is_refused() -> None:
                 "messages": "cityHash64(id)",
                 "usage": "cityHash64(session_id)",
                 "cost_states": "cityHash64(session_id)",
+                "alerts": "cityHash64(id)",
                 "evnets": "x",
             }
         )

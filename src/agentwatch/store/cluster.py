@@ -51,6 +51,8 @@ SHARDING_KEYS: Mapping[str, str] = {
     # The copies of one API message (read again, sent again, imported) share its session, and a
     # session's cost-state records their session: one shard each.
     "usage": "cityHash64(session_id)",
+    # The firing and resolved rows of one alert share its id.
+    "alerts": "cityHash64(id)",
     "cost_states": "cityHash64(session_id)",
 }
 
