@@ -83,7 +83,7 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         assert ON_CLUSTER in head, head
         assert "IF NOT EXISTS" in head, head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
-    assert len(replicated) == 5
+    assert len(replicated) == 6  # events, messages, dead letters, usage, cost states, alerts
     for match in replicated:
         assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
         assert match.group(3) == "{replica}"
@@ -102,6 +102,8 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         # One session, one shard: the copies of an API message, and its cost-state records.
         "usage_local": "cityHash64(session_id)",
         "cost_states_local": "cityHash64(session_id)",
+        # One alert, one shard: its firing and resolved rows collapse there.
+        "alerts_local": "cityHash64(id)",
     }
 
 
@@ -115,7 +117,7 @@ def test_cluster_views_are_the_single_node_views() -> None:
     cluster = {_name(s): _body(s.replace(ON_CLUSTER, "")) for s in cluster_statements() if _is_view(s)}
     assert set(views) == {
         "message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage",
-        "session_costs", "agent_costs", "cost_daily",
+        "session_costs", "agent_costs", "cost_daily", "open_alerts",
     }  # fmt: skip
     assert cluster == views
 
@@ -271,6 +273,7 @@ LATER_KEYS = {
     "messages": "cityHash64(id)",
     "usage": "cityHash64(session_id)",
     "cost_states": "cityHash64(session_id)",
+    "alerts": "cityHash64(id)",
     "costs": "cityHash64(id)",
 }
 
@@ -301,7 +304,7 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name"
     names = [row[0] for row in single_client.query(tables).result_rows]
     assert {"calls", "costs", "sessions"} <= set(names)
-    sharded = ("events", "messages", "dead_letters", "usage", "cost_states", "calls", "costs")
+    sharded = ("events", "messages", "dead_letters", "usage", "cost_states", "alerts", "calls", "costs")
     local = {name + "_local" for name in sharded}
     cluster_names = {row[0] for row in cluster_client.query(tables).result_rows}
     assert cluster_names == set(names) | local
