@@ -2,7 +2,7 @@
 -- edit. Change the migrations (or the rules in cluster.py), then regenerate:
 --   python -m agentwatch.store.cluster > deploy/clickhouse/schema-cluster.sql
 --
--- agentwatch's schema for a ClickHouse cluster: the single-node migrations (001_events to 007_rollups),
+-- agentwatch's schema for a ClickHouse cluster: the single-node migrations (001_events to 009_rollups),
 -- with replicated local tables and Distributed tables over them under the single-node names, so
 -- the store and every query run unchanged: the store inserts into, and queries read, the names
 -- without _local.
@@ -17,6 +17,8 @@
 --   usage                     Distributed over usage_local, sharded by cityHash64(session_id)
 --   cost_states_local         ReplicatedReplacingMergeTree, one copy per replica of a shard
 --   cost_states               Distributed over cost_states_local, sharded by cityHash64(session_id)
+--   alerts_local              ReplicatedReplacingMergeTree, one copy per replica of a shard
+--   alerts                    Distributed over alerts_local, sharded by cityHash64(id)
 --   event_ids_local           ReplicatedReplacingMergeTree, one copy per replica of a shard
 --   event_ids                 Distributed over event_ids_local, sharded by cityHash64(id)
 --   tool_hourly_local         ReplicatedAggregatingMergeTree, one copy per replica of a shard
@@ -38,6 +40,7 @@
 --   session_costs             view
 --   agent_costs               view
 --   cost_daily                view
+--   open_alerts               view
 --   event_ids_events_mv       materialized view to event_ids_local, per shard
 --   event_ids_messages_mv     materialized view to event_ids
 --   tool_hourly_mv            materialized view to tool_hourly_local, per shard
@@ -806,7 +809,53 @@ FROM
     GROUP BY day, team, model
 );
 
--- 007_rollups -------------------------------------------------------------------------------------
+-- 008_alerts --------------------------------------------------------------------------------------
+-- alerts: every change of a watchdog alert (consumers/alerts.py), as published on
+-- agentwatch.alert.{severity}.{rule}: one row per alert and state.
+--   id          the alert's id: its rule, its subject and the time its condition began
+--   rule        stuck_tool, silent_agent, loop, failure_burst, waiting_for_user,
+--               idle_with_open_tasks, budget, hook_health
+--   severity    info, warning or critical
+--   state       firing or resolved
+--   agent, team, session_id, host   what it is about ('' when not about one)
+--   summary     one line a person can read
+--   details     JSON: the figures behind it (and `key`, the subject the engine tracks)
+--   since       when the condition began
+--   at          when the alert took this state
+-- ReplacingMergeTree on (id, state): an alert published twice (a restart, a redelivery) is one
+-- row per state; read it with FINAL.
+CREATE TABLE IF NOT EXISTS alerts_local ON CLUSTER '{cluster}'
+(
+    id String,
+    rule LowCardinality(String),
+    severity LowCardinality(String),
+    state LowCardinality(String),
+    agent LowCardinality(String),
+    team LowCardinality(String),
+    session_id String,
+    host LowCardinality(String),
+    summary String,
+    details String,
+    since DateTime64(3, 'UTC'),
+    at DateTime64(3, 'UTC')
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/alerts', '{replica}')
+ORDER BY (id, state);
+
+-- alerts: Distributed over alerts_local, under the single-node name.
+-- By cityHash64(id): the rows a ReplacingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS alerts ON CLUSTER '{cluster}' AS alerts_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'alerts_local', cityHash64(id));
+
+-- open_alerts: alerts firing now: a firing row and no resolved row for the same id.
+-- Columns as in alerts.
+CREATE VIEW IF NOT EXISTS open_alerts ON CLUSTER '{cluster}' AS
+SELECT id, rule, severity, state, agent, team, session_id, host, summary, details, since, at
+FROM alerts FINAL
+WHERE state = 'firing'
+  AND id NOT IN (SELECT id FROM alerts FINAL WHERE state = 'resolved');
+
+-- 009_rollups -------------------------------------------------------------------------------------
 -- Rollups: aggregates kept at insert time by materialized views, so that the questions about
 -- aggregates (per tool, per session, per agent, per message edge) read a few thousand rows, not
 -- the whole history. See docs/architecture.md, "Rollups", for the design and its limits.

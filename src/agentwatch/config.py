@@ -79,7 +79,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_ALERT_SINK_TIMEOUT", "5", "collector", "seconds a sink's POST may take"),
     Setting("AGENTWATCH_ALERT_SINK_ATTEMPTS", "4", "collector",
             "tries per delivery when a sink answers 5xx or 429 or cannot be reached"),
+    Setting("AGENTWATCH_ALERTS_FILE", "<data dir>/alerts.toml", "collector",
+            "the alert rules (TOML; a commented default is written on first start)"),
+    Setting("AGENTWATCH_ALERTS_REPLAY_SECONDS", "3600", "collector",
+            "how much stored history the watchdog replays on start to rebuild its state"),
+    Setting("AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS", "30", "collector",
+            "how often the budget rule reads the costs from the store"),
     Setting("AGENTWATCH_THEME", "textual-dark", "dashboard", "the dashboard's Textual theme"),
+    Setting("AGENTWATCH_CONFIG_DIR", "$XDG_CONFIG_HOME/agentwatch, else ~/.config/agentwatch", "dashboard",
+            "the web dashboard's sign-in token (and other settings files)"),
+    Setting("AGENTWATCH_WEB_MAX_SESSIONS", "4", "dashboard",
+            "browser tabs `agentwatch web` serves at once (each runs its own dashboard)"),
+    Setting("AGENTWATCH_ALERT_BELL", "1", "dashboard",
+            "ring the terminal bell on a new firing alert (0: never)"),
 )  # fmt: skip
 NAMES = frozenset(s.name for s in SETTINGS)
 
@@ -90,6 +102,15 @@ def data_dir(environ: Mapping[str, str] = os.environ) -> str:
     if explicit:
         return os.path.abspath(os.path.expanduser(explicit))
     xdg = environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(xdg, "agentwatch")
+
+
+def config_dir(environ: Mapping[str, str] = os.environ) -> str:
+    """AGENTWATCH_CONFIG_DIR, else $XDG_CONFIG_HOME/agentwatch, else ~/.config/agentwatch."""
+    explicit = environ.get("AGENTWATCH_CONFIG_DIR")
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return os.path.join(xdg, "agentwatch")
 
 

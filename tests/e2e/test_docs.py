@@ -27,7 +27,12 @@ pytestmark = pytest.mark.slow
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```(?:bash|sh)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # Commands that run until stopped: the line they print once they work.
-RUNS_UNTIL_STOPPED = {"demo": "agentwatch demo: publishing to", "up": "Ctrl-C stops", "store": "Ctrl-C stops"}
+RUNS_UNTIL_STOPPED = {
+    "demo": "agentwatch demo: publishing to",
+    "up": "Ctrl-C stops",
+    "store": "Ctrl-C stops",
+    "web": "agentwatch web: the dashboard at",
+}
 BIN = Path(sys.executable).parent
 
 

@@ -88,7 +88,8 @@ def test_the_bare_install_runs_the_hook_and_its_commands(wheel: Path, tmp_path: 
     printed = run(bin_dir, "agentwatch", "hooks", "print", env=env)
     assert printed.returncode == 0 and "Stop" in json.loads(printed.stdout)["hooks"], printed.stderr
     needs = [(["sql", "SELECT 1"], "tui"), (["status"], "tui"), (["up"], "consumers"),
-             (["store"], "consumers"), (["demo", "--count", "1"], "tui"), (["tui"], "tui")]  # fmt: skip
+             (["store"], "consumers"), (["demo", "--count", "1"], "tui"), (["tui"], "tui"),
+             (["web"], "web")]  # fmt: skip
     for command, extra in needs:
         result = run(bin_dir, "agentwatch", *command, env=env)
         err = result.stderr.decode()
@@ -131,7 +132,8 @@ async def main() -> None:
                 break
         print("STATUS", status)
         print("BUS", app.bus_ok)
-    loaded = sorted({m.split(".")[0] for m in sys.modules} & {"faststream", "chdb", "pandas", "pyarrow"})
+    collector = {"faststream", "chdb", "pandas", "pyarrow", "aiohttp", "textual_serve"}
+    loaded = sorted({m.split(".")[0] for m in sys.modules} & collector)
     loaded += [m for m in sys.modules if m.startswith("agentwatch.consumers")]
     print("LOADED", ",".join(loaded))
 
@@ -152,7 +154,9 @@ def test_the_tui_extra_opens_the_dashboard_and_runs_sql(
     out = shown.stdout.decode()
     assert shown.returncode == 0, shown.stderr.decode()[-3000:]
     assert "store: 1 recent events loaded" in out and "BUS True" in out, out
-    assert "LOADED \n" in out, "the dashboard loaded none of FastStream, chDB, pandas, pyarrow, consumers"
+    assert "LOADED \n" in out, "the dashboard loaded none of FastStream, chDB, pandas, pyarrow, aiohttp, ..."
+    web = run(bin_dir, "agentwatch", "web", env=env)
+    assert web.returncode == 2 and b"pip install 'agentwatch[web]'" in web.stderr, web.stderr
 
 
 ENGINES = """

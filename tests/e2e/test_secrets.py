@@ -113,7 +113,8 @@ def test_the_collector_never_prints_the_password(auth_bus: NatsServer, tmp_path:
             break
     assert any("agentwatch store on nats://agent:***@127.0.0.1" in line for line in seen), seen
     sql = run_cli("sql", "SELECT count() AS n FROM events", "--format", "json", env=env)
-    assert sql.returncode == 0 and json.loads(sql.stdout) == [{"n": 0}], sql.stderr
+    # Whatever the module's earlier commands left on the bus may be stored by now: the answer is a count.
+    assert sql.returncode == 0 and isinstance(json.loads(sql.stdout)[0]["n"], int), sql.stderr
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, "".join(seen) + out
@@ -132,10 +133,15 @@ async def test_the_dashboard_never_shows_the_password(up: bool, auth_bus: NatsSe
             for _ in range(150):  # until the status line says what it found: connected, or unreachable
                 await pilot.pause(0.1)
                 status = str(app.query_one("#status").render())
-                if (app.bus_ok and "store: not asked" not in status) if up else "unreachable" in status:
+                # The bus's own verdict on the status line (not the store's "unreachable", which may
+                # come first, nor bus_ok before the line is repainted).
+                said = "connecting to the bus" not in status
+                found = (app.bus_ok and "store: not asked" not in status) if up else "unreachable" in status
+                if said and found:
                     break
+            # The status as it was when it said so: a down bus's line goes back to "connecting"
+            # between retries.
             screen = app.export_screenshot()
-            status = str(app.query_one("#status").render())
             connected = app.bus_ok
     finally:
         for worker in [w for w in app.workers if w.group == "live"]:

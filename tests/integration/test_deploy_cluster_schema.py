@@ -83,7 +83,7 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         assert ON_CLUSTER in head, head
         assert "IF NOT EXISTS" in head or "OR REPLACE" in head, head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
-    assert len(replicated) == 5 + len(ROLLUP_TABLES)
+    assert len(replicated) == 6 + len(ROLLUP_TABLES)  # events, messages, dead letters, usage, cost states, alerts
     for match in replicated:
         assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
         assert match.group(3) == "{replica}"
@@ -102,6 +102,8 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         # One session, one shard: the copies of an API message, and its cost-state records.
         "usage_local": "cityHash64(session_id)",
         "cost_states_local": "cityHash64(session_id)",
+        # One alert, one shard: its firing and resolved rows collapse there.
+        "alerts_local": "cityHash64(id)",
         # Rollups: filled per shard by their views and read with -Merge over every shard.
         **{f"{table}_local": SHARDING_KEYS[table] for table in ROLLUP_TABLES},
     }
@@ -132,7 +134,7 @@ def test_cluster_views_are_the_single_node_views() -> None:
     }
     assert set(views) == {
         "message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage",
-        "session_costs", "agent_costs", "cost_daily", "tool_stats", "team_edges", "event_ids_events_mv",
+        "session_costs", "agent_costs", "cost_daily", "open_alerts", "tool_stats", "team_edges", "event_ids_events_mv",
         "event_ids_messages_mv", *(f"{table}_mv" for table in ROLLUP_TABLES if table != "event_ids"),
     }  # fmt: skip
     assert cluster == views
@@ -313,7 +315,7 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name"
     names = [row[0] for row in single_client.query(tables).result_rows]
     assert {"calls", "costs", "sessions"} <= set(names)
-    sharded = ("events", "messages", "dead_letters", "usage", "cost_states", "calls", "costs", *ROLLUP_TABLES)
+    sharded = ("events", "messages", "dead_letters", "usage", "cost_states", "alerts", "calls", "costs", *ROLLUP_TABLES)
     local = {name + "_local" for name in sharded}
     cluster_names = {row[0] for row in cluster_client.query(tables).result_rows}
     assert cluster_names == set(names) | local

@@ -662,6 +662,9 @@ def test_nkey_auth_falls_back_to_nats_py(tmp_path: Path, collector_for: Any) -> 
             AGENTWATCH_DATA_DIR=str(tmp_path / "d"),
             AGENTWATCH_NATS_URL=server.url,
             AGENTWATCH_NATS_NKEY=str(seed_file),
+            # nats-py's import alone takes a few hundred ms on a loaded machine: the test is about
+            # the fallback's auth, not its speed.
+            AGENTWATCH_DEADLINE_MS="3000",
         )
         result = run_emit(b'{"hook_event_name": "Stop", "session_id": "s"}', env)
         assert result.returncode == 0 and result.stdout == b""

@@ -1,4 +1,4 @@
-"""The rollups (007_rollups.sql) against the raw history: every rollup-backed view answers exactly
+"""The rollups (009_rollups.sql) against the raw history: every rollup-backed view answers exactly
 what the same question asked of `events FINAL` / `messages FINAL` answers, after events were
 inserted twice, redelivered after a merge, and when the rollups were built by the backfill over
 a store that existed before them."""
@@ -106,20 +106,20 @@ def test_duplicates_and_redelivery_after_a_merge_are_counted_once(chdb_database:
 def test_backfill_on_an_existing_store_equals_rollups_filled_live(chdb_database: Client) -> None:
     envelopes = history()
     events, messages = split(envelopes)
-    # The store as it was before 007: its migrations only, and history written into it.
+    # The store as it was before 009: its migrations only, and history written into it.
     chdb_database.command(
         f"CREATE TABLE {MIGRATIONS_TABLE} (version UInt32, name String, applied_at DateTime DEFAULT now()) "
         "ENGINE = ReplacingMergeTree ORDER BY version"
     )
     for version, name, sql in migrations():
-        if version >= 7:
+        if version >= 9:
             break
         for statement in split_statements(sql):
             chdb_database.command(statement)
         chdb_database.insert(MIGRATIONS_TABLE, [[version, name]], column_names=["version", "name"])
     insert_batch_raw(chdb_database, events, messages)
     insert_batch_raw(chdb_database, events[::2], messages)  # duplicates, before the rollups existed
-    assert "007_rollups" in apply_migrations(chdb_database)
+    assert "009_rollups" in apply_migrations(chdb_database)
     assert_rollups_match_raw(chdb_database)
     # Live from now on: new events and redeliveries on top of the backfill.
     later = _scripted(time.time() - 5)
@@ -129,7 +129,7 @@ def test_backfill_on_an_existing_store_equals_rollups_filled_live(chdb_database:
 
 
 def insert_batch_raw(client: Client, events: list[bytes], messages: list[bytes]) -> None:
-    """The pre-007 write path: straight into the tables, no id check."""
+    """The pre-009 write path: straight into the tables, no id check."""
     from agentwatch.store.writes import INSERT_SETTINGS
 
     client.raw_insert("events", insert_block=b"\n".join(events), fmt="JSONEachRow", settings=INSERT_SETTINGS)

@@ -12,7 +12,7 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from clickhouse_connect.driver.client import Client
 
 from agentwatch.contract import ENVELOPE_FIELDS, encode_envelope, envelopes_from_stdin
 from agentwatch.store.migrations import SCHEMA_DIR, apply_migrations, migrations, split_statements, table_ttl
-from agentwatch.store.writes import INSERT_SETTINGS, insert_batch, insert_dead_letters
+from agentwatch.store.writes import INSERT_SETTINGS, insert_alerts, insert_batch, insert_dead_letters
 from tests.conftest import CAPTURES, ROOT, load_fixture_file
 
 QUERIES = ROOT / "docs" / "queries.md"
@@ -668,12 +668,25 @@ def test_docs_hold_ten_queries() -> None:
     assert all(";" not in sql.strip().rstrip(";") for _, sql in queries)
 
 
+def documented_alerts() -> list[bytes]:
+    """A loop that fired and resolved, and a stuck tool still firing, as the watchdog writes them."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.000")
+    base = {"severity": "warning", "team": "t", "session_id": "s1", "host": "h", "since": now, "at": now}
+    changes = [
+        {**base, "id": "a1", "rule": "loop", "state": "firing", "agent": "lead", "summary": "looping"},
+        {**base, "id": "a1", "rule": "loop", "state": "resolved", "agent": "lead", "summary": "looping"},
+        {**base, "id": "a2", "rule": "stuck_tool", "state": "firing", "agent": "mate", "summary": "stuck"},
+    ]
+    return [json.dumps({**c, "details": "{}"}).encode() for c in changes]
+
+
 def test_every_documented_query_runs_and_finds_rows(scripted: Client) -> None:
     from agentwatch.store.usage import insert_usage, usage_rows
     from tests.integration.test_cost_store import all_bodies
 
     insert(scripted, fixture_envelopes())
     insert_usage(scripted, usage_rows([body for _, body in all_bodies()]))
+    insert_alerts(scripted, documented_alerts())
     results: dict[str, list[int]] = {}
     for title, sql in documented_queries():
         result = scripted.query(sql)

@@ -226,7 +226,7 @@ print(json.dumps({{"same": raw == payload, "path": path, "left": left, "head": k
 
 
 def test_stdin_is_read_straight_into_the_in_flight_file_from_a_pipe_or_a_socket(tmp_path: Path) -> None:
-    for kind, size in (("pipe", 10), ("pipe", 3_000_000), ("socket", 200_000)):
+    for kind, size in (("pipe", 10), ("pipe", 900_000), ("socket", 200_000)):
         got = _capture_in_child(tmp_path / kind / str(size), kind, size)
         assert got["same"], (kind, size)
         header = '#stdin +{"at": 1}\n'
@@ -237,4 +237,9 @@ def test_a_disk_that_takes_no_more_keeps_the_whole_stdin_in_memory(tmp_path: Pat
     got = _capture_in_child(tmp_path, "pipe", 50_000, fsize_limit=4096)
     assert got["same"] and got["path"] == "" and got["left"] == []
     got = _capture_in_child(tmp_path / "s", "socket", 50_000, fsize_limit=4096)
+    assert got["same"] and got["path"] == "" and got["left"] == []
+
+
+def test_a_stdin_over_the_capture_limit_is_read_whole_and_not_kept_as_read(tmp_path: Path) -> None:
+    got = _capture_in_child(tmp_path, "pipe", (1 << 20) + 5000)
     assert got["same"] and got["path"] == "" and got["left"] == []

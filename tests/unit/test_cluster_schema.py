@@ -149,7 +149,11 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE VIEW IF NOT EXISTS session_costs {ON_CLUSTER} AS",
         f"CREATE VIEW IF NOT EXISTS agent_costs {ON_CLUSTER} AS",
         f"CREATE VIEW IF NOT EXISTS cost_daily {ON_CLUSTER} AS",
-        # 007_rollups: each rollup sharded, its materialized view per shard over the local tables;
+        # 008_alerts: the rows of one alert (firing, resolved) meet on the shard of its id.
+        f"CREATE TABLE IF NOT EXISTS alerts_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS alerts {ON_CLUSTER} AS alerts_local",
+        f"CREATE VIEW IF NOT EXISTS open_alerts {ON_CLUSTER} AS",
+        # 009_rollups: each rollup sharded, its materialized view per shard over the local tables;
         # the backfill's INSERTs are left out.
         *(
             line
@@ -191,7 +195,7 @@ def test_the_output_splits_like_a_migration() -> None:
     assert (
         len(statements)
         == len(heads(text))
-        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 4 + 3 * len(ROLLUPS) + 4 + 8
+        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 4 + 8
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -1,4 +1,4 @@
-"""The dashboard's live feed: a core NATS subscription on genie.> (nats-py).
+"""The dashboard's live feed: a core NATS subscription on genie.> and agentwatch.alert.> (nats-py).
 
 The callback only hands the bytes over: the dashboard buffers, decodes and applies them on its
 repaint timer. A subscription that falls too far behind drops messages at nats-py's pending
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentwatch import config
 from agentwatch.bus.connect import BusUnreachable, connect
+from agentwatch.bus.streams import ALERT_SUBJECTS
 from agentwatch.contract import ALL_SUBJECTS
 
 if TYPE_CHECKING:
@@ -84,12 +85,13 @@ class NatsLiveSource:
                 await asyncio.sleep(self.retry_seconds)
                 continue
             try:
-                await nc.subscribe(
-                    ALL_SUBJECTS,
-                    cb=on_message,
-                    pending_msgs_limit=self.pending_msgs,
-                    pending_bytes_limit=self.pending_bytes,
-                )
+                for subject in (ALL_SUBJECTS, ALERT_SUBJECTS):
+                    await nc.subscribe(
+                        subject,
+                        cb=on_message,
+                        pending_msgs_limit=self.pending_msgs,
+                        pending_bytes_limit=self.pending_bytes,
+                    )
                 status(True, self._here())
                 await asyncio.Event().wait()
             finally:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 
 from nats.js.api import AckPolicy as JsAckPolicy
-from nats.js.api import ConsumerConfig, DiscardPolicy, StorageType, StreamConfig
+from nats.js.api import ConsumerConfig, DeliverPolicy, DiscardPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 
@@ -23,6 +23,41 @@ MAX_DELIVER = 10
 ACK_WAIT_S = 30.0
 # Unacknowledged messages the store may hold: bounds its memory whatever the backlog.
 MAX_ACK_PENDING = 40_000
+
+# The watchdog (consumers/alerts.py): its alerts on their own stream, so they are kept and
+# de-duplicated (Nats-Msg-Id "{id}.{state}") like events; and its own durable consumer of GENIE.
+ALERTS_STREAM = "ALERTS"
+ALERT_SUBJECTS = "agentwatch.alert.>"
+ALERTS_DURABLE = "agentwatch-alerts"
+
+
+def alert_subject(severity: str, rule: str) -> str:
+    return f"agentwatch.alert.{severity}.{rule}"
+
+
+def alerts_stream_config(environ: Mapping[str, str] = os.environ) -> StreamConfig:
+    """ALERTS captures agentwatch.alert.>, on disk, kept as long as GENIE keeps events."""
+    days = config.number(environ, "AGENTWATCH_STREAM_MAX_AGE_DAYS", 7)
+    return StreamConfig(
+        name=ALERTS_STREAM,
+        subjects=[ALERT_SUBJECTS],
+        storage=StorageType.FILE,
+        max_age=days * 86400.0,
+        discard=DiscardPolicy.OLD,
+        duplicate_window=DUPLICATE_WINDOW_S,
+        num_replicas=config.number(environ, "AGENTWATCH_STREAM_REPLICAS", 1),
+    )
+
+
+def alerts_consumer_config(environ: Mapping[str, str] = os.environ) -> ConsumerConfig:
+    """The watchdog follows new events only: on a first start it rebuilds the past from the store."""
+    return ConsumerConfig(
+        durable_name=ALERTS_DURABLE,
+        ack_policy=JsAckPolicy.EXPLICIT,
+        ack_wait=ack_wait(environ),
+        deliver_policy=DeliverPolicy.NEW,
+        max_ack_pending=MAX_ACK_PENDING,
+    )
 
 
 def stream_config(environ: Mapping[str, str] = os.environ) -> StreamConfig:
@@ -59,19 +94,32 @@ def store_consumer_config(environ: Mapping[str, str] = os.environ) -> ConsumerCo
 
 async def ensure_stream(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> str:
     """Create the stream, or update it to the configured limits; returns what was done."""
-    wanted = stream_config(environ)
+    for wanted in (alerts_stream_config(environ), stream_config(environ)):
+        try:
+            await js.stream_info(str(wanted.name))
+        except NotFoundError:
+            await js.add_stream(wanted)
+            done = "created"
+            continue
+        await js.update_stream(wanted)
+        done = "updated"
+    return done  # of GENIE
+
+
+async def ensure_watchdog_consumer(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> None:
+    """The watchdog's durable, created before the collector says it is ready: it follows new
+    events only, so every event published once the banner is out is watched."""
     try:
-        await js.stream_info(STREAM_NAME)
+        await js.consumer_info(STREAM_NAME, ALERTS_DURABLE)
     except NotFoundError:
-        await js.add_stream(wanted)
-        return "created"
-    await js.update_stream(wanted)
-    return "updated"
+        await js.add_consumer(STREAM_NAME, alerts_consumer_config(environ))
 
 
-async def prepare_stream(url: str, environ: Mapping[str, str] = os.environ, patience: float = 30.0) -> str:
-    """Create or update the stream, retrying while a cluster has no leader for it yet (a node
-    that just restarted, an election under way)."""
+async def prepare_stream(
+    url: str, environ: Mapping[str, str] = os.environ, patience: float = 30.0, *, watchdog: bool = False
+) -> str:
+    """Create or update the stream (and with `watchdog`, the watchdog's durable), retrying while
+    a cluster has no leader for it yet (a node that just restarted, an election under way)."""
     from agentwatch.bus.connect import connect
 
     deadline = time.monotonic() + patience
@@ -79,7 +127,10 @@ async def prepare_stream(url: str, environ: Mapping[str, str] = os.environ, pati
         try:
             nc = await connect(url, environ, name="agentwatch-setup")
             try:
-                return await ensure_stream(nc.jetstream(), environ)
+                done = await ensure_stream(nc.jetstream(), environ)
+                if watchdog:
+                    await ensure_watchdog_consumer(nc.jetstream(), environ)
+                return done
             finally:
                 await nc.close()
         except Exception:

@@ -12,7 +12,21 @@ import sys
 from collections.abc import Sequence
 
 from agentwatch import __version__
-from agentwatch.cli import cost, coverage, demo, doctor, hooks, importer, pipeline, spool, sql, status, tui
+from agentwatch.cli import (
+    alerts,
+    cost,
+    coverage,
+    demo,
+    doctor,
+    hooks,
+    importer,
+    pipeline,
+    spool,
+    sql,
+    status,
+    tui,
+    web,
+)
 from agentwatch.cli.errors import CliError
 
 
@@ -24,7 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agentwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (pipeline, sql, status, coverage, cost, importer, tui, demo, hooks, spool, doctor):
+    for command in (
+        pipeline,
+        sql,
+        status,
+        coverage,
+        cost,
+        alerts,
+        importer,
+        tui,
+        web,
+        demo,
+        hooks,
+        spool,
+        doctor,
+    ):
         command.register(sub)
     return parser
 

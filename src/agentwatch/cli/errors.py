@@ -11,6 +11,8 @@ EXTRAS: dict[str, str] = {
     "nats": "tui",
     "orjson": "tui",
     "clickhouse_connect": "tui",
+    "textual_serve": "web",
+    "aiohttp": "web",
 }
 
 

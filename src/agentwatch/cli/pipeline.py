@@ -155,14 +155,14 @@ def hold_embedded_store(environ: Mapping[str, str], command: str) -> int | None:
 
 
 def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str], verbose: bool,
-                  started_at: float, command: str = "up") -> int:  # fmt: skip
+                  started_at: float, command: str = "up", store: bool = True) -> int:  # fmt: skip
     try:
         from agentwatch.consumers.app import CollectorError, run
     except ImportError as exc:
         raise missing_extra(exc, command, "consumers") from None
     hold_embedded_store(environ, command)
     try:
-        run(nats_url, environ, banner=banner, verbose=verbose, started_at=started_at)
+        run(nats_url, environ, banner=banner, verbose=verbose, started_at=started_at, store=store)
     except CollectorError as exc:
         raise CliError(str(exc)) from None
     return 0

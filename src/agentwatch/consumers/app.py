@@ -20,6 +20,7 @@ from faststream.nats import NatsBroker
 
 from agentwatch import config
 from agentwatch.bus import streams as bus
+from agentwatch.consumers.alerts import Watchdog, alerts_router, rules_path
 from agentwatch.consumers.query import query_router
 from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
 from agentwatch.store import client as clickhouse
@@ -39,6 +40,7 @@ class Collector:
     store_client: Client
     query_client: Client
     applied: list[str]
+    watchdog: Watchdog | None = None
 
 
 def build(
@@ -48,8 +50,11 @@ def build(
     *,
     status: TextIO | None = None,
     name: str = "agentwatch-store",
+    store: bool = True,
+    alerts: bool = True,
 ) -> Collector:
-    """Connect ClickHouse (applying migrations) and wire the store and query service on NATS."""
+    """Connect ClickHouse (applying migrations) and wire the store and query service, and the
+    watchdog, on NATS (`store=False`: the watchdog alone)."""
     store_client = clickhouse.connect(clickhouse_url)
     applied = apply_migrations(store_client, config.number(environ, "AGENTWATCH_RETENTION_DAYS", 0))
     query_client = clickhouse.connect_readonly(clickhouse_url)
@@ -69,9 +74,13 @@ def build(
     )
 
     writer = StoreWriter(store_client)
-    broker.include_router(store_router(writer))
-    broker.include_router(advisory_router(writer))
-    broker.include_router(query_router(query_client))
+    if store:
+        broker.include_router(store_router(writer))
+        broker.include_router(advisory_router(writer))
+        broker.include_router(query_router(query_client))
+    watchdog = Watchdog(clickhouse.connect(clickhouse_url), environ) if alerts else None
+    if watchdog is not None:
+        broker.include_router(alerts_router(watchdog))
     app = FastStream(broker, logger=log)
     reporter: list[asyncio.Task[None]] = []
 
@@ -84,7 +93,9 @@ def build(
         gc.collect()
         gc.freeze()
         writer.start()
-        if status is not None:
+        if watchdog is not None:
+            await watchdog.start(broker)
+        if status is not None and store:
             reporter.append(asyncio.create_task(_report(broker, writer, status)))
 
     @app.on_shutdown
@@ -97,13 +108,16 @@ def build(
         for sub in broker.subscribers:
             await sub.stop()
         await writer.stop()
-        if status is not None:
+        if watchdog is not None:
+            await watchdog.stop()
+            watchdog.client.close()
+        if status is not None and store:
             s = writer.stats
             summary = f"{s.stored} events and {s.messages} messages stored, {s.dead_letters} dead letters"
             summary += f"; {s.usage} usage records stored" if s.usage else ""
             print(f"\nstopped: {summary}", file=status, flush=True)
 
-    return Collector(app, broker, writer, store_client, query_client, applied)
+    return Collector(app, broker, writer, store_client, query_client, applied, watchdog)
 
 
 def broker_options(opts: dict[str, Any]) -> dict[str, Any]:
@@ -193,18 +207,20 @@ def run(
     verbose: bool,
     started_at: float | None = None,
     out: TextIO = sys.stdout,
+    store: bool = True,
 ) -> None:
-    """Set up the stream, open ClickHouse, print what runs where, and serve until interrupted."""
+    """Set up the stream, open ClickHouse, print what runs where, and serve until interrupted
+    (`store=False`: the watchdog alone, `agentwatch alerts run`)."""
     setup_logging(verbose)
     ch_url = config.clickhouse_url(environ)
     try:
-        how = asyncio.run(bus.prepare_stream(nats_url, environ))
+        how = asyncio.run(bus.prepare_stream(nats_url, environ, watchdog=True))
     except Exception as exc:
         raise CollectorError(
             f"cannot set up the GENIE stream on {config.display_urls(nats_url)}: {exc}"
         ) from None
     try:
-        collector = build(nats_url, ch_url, environ, status=out)
+        collector = build(nats_url, ch_url, environ, status=out, store=store)
     except Exception as exc:
         raise CollectorError(f"cannot open ClickHouse at {config.display_url(ch_url)}: {exc}") from None
     schema = f"applied {', '.join(collector.applied)}" if collector.applied else "up to date"
@@ -213,8 +229,15 @@ def run(
         *banner,
         f"stream:      GENIE on genie.> ({how}; JetStream de-duplicates by Nats-Msg-Id)",
         f"clickhouse:  {config.display_url(ch_url)} (schema {schema})",
-        'queries:     agentwatch sql "SELECT ..."   (request/reply on agentwatch.query)',
-        "events:      register the hook with `agentwatch hooks install`, or try `agentwatch demo`",
+        *(
+            [
+                'queries:     agentwatch sql "SELECT ..."   (request/reply on agentwatch.query)',
+                "events:      register the hook with `agentwatch hooks install`, or try `agentwatch demo`",
+            ]
+            if store
+            else []
+        ),
+        f"alerts:      rules in {rules_path(environ)}; alerts on agentwatch.alert.> (`agentwatch alerts`)",
         *ready,
         "Ctrl-C stops; the last batch is written before exit.",
     ]:

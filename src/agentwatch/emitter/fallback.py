@@ -7,15 +7,36 @@ asyncio and nats-py, so the common path (user/password, token, TLS) never loads 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 import time
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
-
-import nats
 
 from agentwatch.config import display_urls, nats_options
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, MSG_ID_HEADER
 from agentwatch.emitter.wire import BusError
+
+
+def _import_nats() -> ModuleType:
+    """nats-py, without the aiohttp it imports when installed (the [web] extra brings it).
+
+    nats-py loads aiohttp for its websocket transport, which the hook's URLs (nats://, tls://)
+    never use, and that import alone costs some 250 ms of the hook's deadline. A None in
+    sys.modules makes nats-py's optional import fail at once; it is taken out again after.
+    """
+    absent = "aiohttp" not in sys.modules
+    if absent:
+        sys.modules["aiohttp"] = None  # type: ignore[assignment]
+    try:
+        return importlib.import_module("nats")
+    finally:
+        if absent:
+            del sys.modules["aiohttp"]
+
+
+nats = _import_nats()
 
 Message = tuple[str, str, bytes]
 

@@ -404,6 +404,23 @@ def _read_stdin(environ: Mapping[str, str], spool: Spool, host: str) -> tuple[by
     return b"".join(chunks), ""
 
 
+def _rescue(environ: Mapping[str, str], spool: Spool) -> None:
+    """The deadline came before the run's messages were on disk (a loaded machine, a slow writer):
+    read what stdin holds now without waiting, keep it, and queue it. A stdin its writer has not
+    finished becomes the event that says it was cut."""
+    try:
+        fd = sys.stdin.fileno() if sys.stdin is not None else 0
+        os.set_blocking(fd, False)
+        own = os.path.join(spool.inflight, str(os.getpid()))
+        if os.path.exists(own) and os.path.getsize(own) > 0:  # its header is written: go on from there
+            spool.resume_capture(fd)
+        else:
+            spool.capture_stdin(fd, _capture_header(environ, _hostname()))
+    except OSError:  # BlockingIOError included: what was read is in the capture, marked READING
+        pass
+    spool.queue_own_capture()
+
+
 def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = ()) -> str:
     """The whole hook run, without the final exit: read stdin, publish or spool, log problems."""
     started = time.monotonic()
@@ -412,18 +429,23 @@ def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = 
         return "disabled"
     deadline_s = config.number(env, "AGENTWATCH_DEADLINE_MS", config.DEFAULT_DEADLINE_MS) / 1000.0
     previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, deadline_s)
     for sig in STOP_SIGNALS:
         signal.signal(sig, _on_stop)
     _run.update(phase=PREPARING, stop=bool(stopped))  # stopped: before this module was loaded
+    spool, read = None, False
     try:
+        signal.setitimer(signal.ITIMER_REAL, deadline_s)
         spool, host = spool_for(env), _hostname()
         raw, held = _read_stdin(env, spool, host)
+        read = True  # from here on, run() spools what it cannot send, deadline or not
         return run(raw, env, started, deadline_s, spool, held, host)
     except Interrupted:
         return "interrupted"  # while draining the spool: what was not confirmed stays spooled
     except Deadline:
+        _quiet()
         log_problem(env, "deadline", f"hook run exceeded its {deadline_s * 1000:.0f} ms deadline")
+        if not read:
+            _rescue(env, spool or spool_for(env))
         return "deadline"
     except Exception as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)

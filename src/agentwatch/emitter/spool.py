@@ -41,6 +41,10 @@ INFLIGHT_STALE_S = 120.0
 # written by an earlier version has neither: its header follows the mark, whole.)
 RAW_MARK = b"#stdin "
 READING, COMPLETE = b"-", b"+"
+# Stdin up to this size goes to disk as it is read (almost every hook payload is far smaller). A
+# larger one is kept once its messages are made: writing and reading back tens of megabytes costs
+# a run more than its deadline allows on a busy machine.
+CAPTURE_MAX_BYTES = 1 << 20
 
 
 class SpoolStatus:
@@ -87,9 +91,14 @@ class Spool:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-        finally:
             os.close(fd)
-        os.replace(tmp, path)
+            fd = -1
+            os.replace(tmp, path)
+        except BaseException:  # the deadline or a stop, mid-write: what it replaced is still there
+            if fd >= 0:
+                os.close(fd)
+            self.release(tmp)
+            raise
         return path
 
     def capture_stdin(self, stdin: int, header: bytes) -> tuple[bytes, str]:
@@ -107,19 +116,21 @@ class Spool:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             start = os.write(fd, RAW_MARK + READING + header + b"\n")
-            size, unwritten = _drain(stdin, fd)
+            size, unwritten = _drain(stdin, fd, CAPTURE_MAX_BYTES)
             raw = os.pread(fd, size, start)
             if unwritten is None:
                 os.pwrite(fd, COMPLETE, len(RAW_MARK))
                 return raw, path
         finally:
             os.close(fd)
-        # The file took no more (a full disk): the rest is read into memory and the capture, which
-        # holds only a part, is dropped. The run spools its messages as it can.
+        # The file took no more (a full disk), or stdin is larger than any payload the hook keeps
+        # whole: the rest is read into memory and the capture, which holds only a part, is dropped.
+        # The run holds its messages once made, and spools them as it can.
         self.release(path)
+        chunks = [raw, unwritten]
         while chunk := os.read(stdin, 1 << 20):
-            unwritten += chunk
-        return raw + unwritten, ""
+            chunks.append(chunk)
+        return b"".join(chunks), ""
 
     def hold(self, messages: list[Message], held: str = "") -> str:
         """Put `messages` in this process's in-flight file (in place of its capture) before they
@@ -170,12 +181,41 @@ class Spool:
             moved += self._requeue(claimed, data)
         return moved
 
+    def resume_capture(self, stdin: int) -> None:
+        """Add what `stdin` holds now to this process's capture, without waiting (`stdin` is
+        non-blocking), and mark it complete if its end was reached."""
+        fd = os.open(os.path.join(self.inflight, str(os.getpid())), os.O_RDWR)
+        try:
+            os.lseek(fd, 0, os.SEEK_END)
+            try:
+                _, unwritten = _drain(stdin, fd)
+            except BlockingIOError:  # the writer is not done: the capture stays marked READING
+                return
+            if unwritten is None:
+                os.pwrite(fd, COMPLETE, len(RAW_MARK))
+        finally:
+            os.close(fd)
+
+    def queue_own_capture(self) -> int:
+        """Queue this process's own capture now: its run ran out of time before it made its
+        messages (a capture still marked READING becomes the event that says so); how many."""
+        path = os.path.join(self.inflight, str(os.getpid()))
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return 0
+        return self._requeue(path, data) if data.startswith(RAW_MARK) else 0
+
     def _requeue(self, claimed: str, data: bytes) -> int:
         """Queue what one in-flight file holds; how many messages."""
         if data.startswith(RAW_MARK):
             if self.rebuild is None:
                 return 0  # left for a recovery that can make its messages
             header, _, raw = data[len(RAW_MARK) :].partition(b"\n")
+            if header.startswith(READING) and not raw:  # stopped before a byte came: nothing to keep
+                self.release(claimed)
+                return 0
             try:
                 complete = _lines(self.rebuild(header, raw))
             except Exception:  # a capture nothing can be made of: it stays for a person to see
@@ -364,14 +404,17 @@ class Spool:
         return sent, skipped
 
 
-def _drain(src: int, dst: int) -> tuple[int, bytes | None]:
+def _drain(src: int, dst: int, limit: int = 1 << 62) -> tuple[int, bytes | None]:
     """Move everything `src` yields until its end to the end of file `dst`: the bytes written, and
-    None, or, when `dst` refused a write, the bytes read and not written (the rest is left in `src`)."""
+    None; or, when `dst` refused a write or `limit` bytes were written, the bytes read and not
+    written (the rest is left in `src`)."""
     size = 0
     splice = getattr(os, "splice", None)  # Linux, Python 3.10+
     while splice is not None:
+        if size >= limit:
+            return size, b""
         try:
-            moved = splice(src, dst, 1 << 20)
+            moved = splice(src, dst, min(1 << 20, limit - size))
         except OSError:  # not a pipe (a socket, a file), or a full disk: read and write below
             break
         if not moved:
@@ -379,6 +422,8 @@ def _drain(src: int, dst: int) -> tuple[int, bytes | None]:
         size += moved
     while chunk := os.read(src, 1 << 20):
         view = memoryview(chunk)
+        if size >= limit:
+            return size, chunk
         try:
             while view:
                 written = os.write(dst, view)

@@ -57,8 +57,10 @@ SHARDING_KEYS: Mapping[str, str] = {
     # The copies of one API message (read again, sent again, imported) share its session, and a
     # session's cost-state records their session: one shard each.
     "usage": "cityHash64(session_id)",
+    # The firing and resolved rows of one alert share its id.
+    "alerts": "cityHash64(id)",
     "cost_states": "cityHash64(session_id)",
-    # Rollups (007): written per shard by their materialized views and read with -Merge over all
+    # Rollups (009): written per shard by their materialized views and read with -Merge over all
     # shards, so the key only spreads the rows the backfill inserts through the Distributed table.
     "event_ids": "cityHash64(id)",
     "tool_hourly": "cityHash64(tool)",

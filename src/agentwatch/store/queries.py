@@ -242,7 +242,7 @@ TOOL_SORTS: dict[str, str] = {
     "p95": "p95_ms DESC NULLS LAST, calls DESC, tool",
 }
 
-# Read from the tool_hourly rollup (007_rollups.sql): the cost does not grow with the history.
+# Read from the tool_hourly rollup (009_rollups.sql): the cost does not grow with the history.
 # A window is made of whole UTC hours, the hours that began within it and the current one.
 _TOOL_STATS_SQL = """\
 SELECT
@@ -459,3 +459,40 @@ def team_edges(window_s: int | None, limit: int = 500) -> Query:
         "GROUP BY from_agent, to_agent, team ORDER BY last_at DESC LIMIT {limit:UInt32}",
         _window_params(window_s, limit),
     )
+
+
+# --- alerts -------------------------------------------------------------------------------------
+
+ALERT_FIELDS = "id, rule, severity, state, agent, team, session_id, host, summary, details, since, at"
+
+
+def alerts(open_only: bool = False, since: str = EPOCH, limit: int = 200) -> Query:
+    """Alert changes since `since` (UTC, `YYYY-MM-DD hh:mm:ss.sss`), newest first; with
+    `open_only`, the alerts firing now (the open_alerts view)."""
+    source = "open_alerts" if open_only else "alerts FINAL"
+    # `source` is one of two fixed texts; the values are parameters.
+    return Query(
+        f"SELECT {ALERT_FIELDS} FROM {source} WHERE at >= {{since:DateTime64(3, 'UTC')}} "  # noqa: S608
+        "ORDER BY at DESC LIMIT {limit:UInt32}",
+        {"since": since, "limit": int(limit)},
+    )
+
+
+def replay_events(seconds: int) -> Query:
+    """What the watchdog needs of the last `seconds` of events to rebuild its state, oldest first."""
+    return Query(
+        "SELECT id, timestamp, event, agent, team, session_id, host, tool_name, tool_use_id, spool_bytes, "
+        "data "
+        "FROM events FINAL WHERE timestamp >= now64(3) - toIntervalSecond({seconds:UInt32}) "
+        "AND event NOT IN ('Usage', 'CostState') ORDER BY timestamp, id",
+        {"seconds": int(seconds)},
+    )
+
+
+# Built from constants only: what each session, agent and team cost (the budget rule).
+BUDGET_COSTS = Query(
+    "SELECT 'session' AS scope, session_id AS name, cost_usd FROM session_costs WHERE cost_usd IS NOT NULL "
+    "UNION ALL SELECT 'agent' AS scope, agent AS name, cost_usd FROM agent_costs WHERE cost_usd IS NOT NULL "
+    "UNION ALL SELECT 'team' AS scope, team AS name, sum(s.cost_usd) AS cost_usd FROM session_costs AS s "
+    "WHERE team != '' AND s.cost_usd IS NOT NULL GROUP BY team"
+)

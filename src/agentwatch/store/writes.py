@@ -130,3 +130,14 @@ def insert_dead_letters(client: Client, rows: Sequence[tuple[str, int, int, str,
         column_type_names=list(_DEAD_LETTER_TYPES),
         column_oriented=True,
     )
+
+
+ALERTS_TABLE = "alerts"
+
+
+def insert_alerts(client: Client, alerts: Sequence[bytes]) -> None:
+    """Alert changes as published (JSON, `details` an object): one raw insert, keyed on (id, state)."""
+    if alerts:
+        client.raw_insert(
+            ALERTS_TABLE, insert_block=b"\n".join(alerts), fmt="JSONEachRow", settings=INSERT_SETTINGS
+        )

@@ -28,6 +28,8 @@ from textual.widgets import Header, Input
 
 from agentwatch.format import age, clock
 from agentwatch.store import queries
+from agentwatch.tui.alerts_view import Alerts, AlertsScreen, is_alert
+from agentwatch.tui.commands import system_commands
 from agentwatch.tui.common import EventScreen, FilterInput, KeyBar, Line, Palette
 from agentwatch.tui.costs import Costs
 from agentwatch.tui.help import HelpScreen
@@ -62,7 +64,6 @@ EMPTY_HINT = "no events yet: register the hook with `agentwatch hooks install`, 
 REPAINT_SECONDS = 0.25
 SORTS = ("state", "recent", "name", "errors")
 # Agents offered one by one in the command palette (the busiest-looking first).
-PALETTE_AGENTS = 100
 DARK, LIGHT = "textual-dark", "textual-light"
 # Costs come from the store (it prices what the hooks read from the transcripts): asked again this
 # often, and a second after usage arrives on the bus.
@@ -82,6 +83,7 @@ class AgentwatchApp(App[None]):
             "a", "agent_detail", "Agent", tooltip="the selected agent: timeline, tool calls, prompts, errors"
         ),
         Binding("t", "team", "Team", tooltip="who messaged whom, tasks, idle teammates"),
+        Binding("exclamation_mark", "alerts", "Alerts", tooltip="open and recent alerts; Enter: the agent"),
         Binding("h", "tools", "Tools", tooltip="durations and failure rates of tools, sessions (from SQL)"),
         Binding(
             "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
@@ -136,6 +138,7 @@ class AgentwatchApp(App[None]):
         self._compact = False
         self.costs = Costs()
         self._cost_due = False
+        self.alerts = Alerts()
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -256,7 +259,11 @@ class AgentwatchApp(App[None]):
 
     def apply(self, env: dict[str, Any], raw: bytes | None = None) -> None:
         """One envelope into the model: feed, roster (and the agent's timeline), team. Token usage
-        is no event a person reads: it makes the costs be asked again, soon."""
+        is no event a person reads: it makes the costs be asked again, soon. An alert: see alerts_view."""
+        if is_alert(env):
+            if self.alerts.take(env) and self.alerts.bell:
+                self.bell()
+            return
         if env.get("kind") in USAGE_KINDS:
             if not self._cost_due and self.history is not None:
                 self._cost_due = True
@@ -385,6 +392,8 @@ class AgentwatchApp(App[None]):
         )
         if costs := self.costs.status():
             bus.append(f"   {costs}", style="dim")
+        if alerts := self.alerts.status():
+            bus.append(f"   {alerts} (!)", style=f"bold {pal.error}")
         if not self.feed.total and self._history_done:
             bus.append(f"   {EMPTY_HINT}", style=f"bold {pal.status['running']}")
         if extra:
@@ -402,7 +411,7 @@ class AgentwatchApp(App[None]):
         pal = self.palette
         now = self.clock()
         cells: dict[str, Cell] = {
-            "agent": "  " * depth + ("└ " if depth else "") + agent.name,
+            "agent": self.alerts.mark(agent.name) + "  " * depth + ("└ " if depth else "") + agent.name,
             "team": agent.team,
             "state": Text(agent.state, style=pal.state.get(agent.state, "")),
             "tool": agent.tool,
@@ -546,6 +555,10 @@ class AgentwatchApp(App[None]):
         self._to_live_view()
         self.push_screen(ToolsScreen(self.history))
 
+    def action_alerts(self) -> None:
+        self._to_live_view()
+        self.push_screen(AlertsScreen(self.alerts, self.show_agent))
+
     def action_live(self) -> None:
         self._to_live_view()
 
@@ -554,18 +567,7 @@ class AgentwatchApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Live view", "The roster of agents and the event feed", self.action_live)
-        yield SystemCommand("Team view", "Who messaged whom, tasks, idle teammates", self.action_team)
-        yield SystemCommand(
-            "Tools and history", "Per-tool durations and failure rates, sessions (SQL)", self.action_tools
-        )
-        yield SystemCommand("Help", "Keys and what the columns mean", self.action_help)
-        for _, agent in self.roster.ordered(self.sort)[:PALETTE_AGENTS]:
-            yield SystemCommand(
-                f"Agent: {agent.name}",
-                f"{agent.state} · {agent.tool_calls} calls · {agent.errors} errors",
-                lambda name=agent.name: self.show_agent(name),
-            )
+        yield from system_commands(self)
 
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()

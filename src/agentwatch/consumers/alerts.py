@@ -1,0 +1,247 @@
+"""The watchdog: a consumer of the live stream that raises alerts (rules in consumers/rules.py).
+
+It follows GENIE with its own durable pull consumer, feeds every envelope to the rule engine and
+evaluates the time-based rules every `TICK_S`. Every alert change is published on
+`agentwatch.alert.{severity}.{rule}` (the ALERTS stream, de-duplicated by `{id}.{state}`), kept
+in the `alerts` table and offered to the webhook sinks.
+
+On start it rebuilds its state from the store: the alerts open when it stopped (open_alerts) are
+taken as firing, so they are not fired again, and the last `AGENTWATCH_ALERTS_REPLAY_SECONDS` of
+events are replayed into the engine without publishing; the first tick then resolves what
+cleared meanwhile. An alert fired again after a crash between publishing and storing has the
+same id and state, so the bus and the table keep one copy.
+
+The rules come from a TOML file (AGENTWATCH_ALERTS_FILE, default `alerts.toml` in the data dir,
+written with every default commented on first start), read again when it changes; a file that
+cannot be used is logged with its line and the rules in force stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from faststream.middlewares import AckPolicy
+from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
+from nats.aio.msg import Msg
+
+from agentwatch import config
+from agentwatch.bus import streams as bus
+from agentwatch.bus.fastpull import ack_all
+from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
+from agentwatch.consumers.sinks import Sinks
+from agentwatch.consumers.store import _batch_as_is, _raw_batch
+from agentwatch.contract import ALL_SUBJECTS
+from agentwatch.store import queries
+from agentwatch.store.writes import insert_alerts
+
+if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
+
+log = logging.getLogger("agentwatch.alerts")
+
+TICK_S = 0.25
+BUDGET_POLL_S = 30.0
+
+
+def rules_path(environ: Mapping[str, str] = os.environ) -> Path:
+    return Path(
+        environ.get("AGENTWATCH_ALERTS_FILE") or os.path.join(config.data_dir(environ), "alerts.toml")
+    )
+
+
+class Watchdog:
+    """The rule engine between the bus and the store."""
+
+    def __init__(self, client: Client, environ: Mapping[str, str] = os.environ) -> None:
+        self.client = client
+        self.environ = environ
+        self.engine = Engine()
+        self.path = rules_path(environ)
+        self.rules_error = ""
+        self._mtime = -1.0
+        self._broker: NatsBroker | None = None
+        self._sinks: Sinks | None = None
+        self._unsent: list[Json] = []
+        self._task: asyncio.Task[None] | None = None
+        self.published = 0
+        self.observed = 0
+
+    # -- rules ---------------------------------------------------------------------------------
+
+    def load_rules(self) -> dict[str, Rule] | None:
+        """Read the rules file when it changed; on a bad file, log it and keep the rules in force."""
+        try:
+            if not self.path.exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_text(default_file_text())
+            mtime = self.path.stat().st_mtime
+            if mtime == self._mtime:
+                return None
+            self._mtime = mtime
+            rules = parse_rules(self.path.read_text(), str(self.path))
+        except (OSError, UnicodeDecodeError, RulesError) as exc:
+            self.rules_error = str(exc)
+            log.error("alert rules not changed: %s", exc)
+            return None
+        self.rules_error = ""
+        self.engine.set_rules(rules)
+        return rules
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self, broker: NatsBroker) -> None:
+        self._broker = broker
+        self._sinks = Sinks.from_settings()
+        self.load_rules()
+        await self._restore()
+        self._task = asyncio.create_task(self._ticker(), name="agentwatch-alerts")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._sinks is not None:
+            await self._sinks.aclose()
+
+    async def _restore(self) -> None:
+        seconds = config.number(self.environ, "AGENTWATCH_ALERTS_REPLAY_SECONDS", 3600)
+        try:
+            open_rows = await asyncio.to_thread(
+                _rows, self.client, queries.alerts(open_only=True, limit=100_000)
+            )
+            events = await asyncio.to_thread(_rows, self.client, queries.replay_events(seconds))
+        except Exception as exc:  # a store that is not there yet: start empty
+            log.warning("alerts: could not rebuild from the store (%s)", exc)
+            return
+        for row in open_rows:
+            row["details"] = _object(row.get("details"))
+            row["key"] = row["details"].get("key", "")
+        self.engine.restore(open_rows)
+        for env in events:
+            env["data"] = _object(env.get("data"))
+            env["timestamp"] = _iso(env.get("timestamp"))
+            self.engine.observe(env)
+        await self._poll_costs()
+
+    async def _poll_costs(self) -> None:
+        if not self.engine.rules["budget"].enabled:
+            return
+        try:
+            rows = await asyncio.to_thread(_rows, self.client, queries.BUDGET_COSTS)
+        except Exception as exc:  # the store busy or away: the rule waits for the next poll
+            log.warning("alerts: could not read the costs (%s)", exc)
+            return
+        self.engine.observe_costs((str(r["scope"]), str(r["name"]), r["cost_usd"]) for r in rows)
+
+    async def _ticker(self) -> None:
+        last_costs = time.monotonic()
+        budget_poll = float(
+            config.number(self.environ, "AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS", int(BUDGET_POLL_S))
+        )
+        while True:
+            await asyncio.sleep(TICK_S)
+            try:
+                self.load_rules()
+                if time.monotonic() - last_costs >= budget_poll:
+                    last_costs = time.monotonic()
+                    await self._poll_costs()
+                await self.publish(self.engine.tick(time.time()))
+            except Exception:  # never let the watchdog die on one bad tick
+                log.exception("alerts: tick failed")
+
+    # -- intake and output ---------------------------------------------------------------------
+
+    async def take(self, msgs: list[Msg]) -> None:
+        """A fetched batch of envelopes: into the engine, then acknowledged."""
+        for msg in msgs:
+            try:
+                env = orjson.loads(msg.data)
+            except orjson.JSONDecodeError:
+                continue  # the store dead-letters it; nothing to watch
+            if isinstance(env, dict):
+                self.engine.observe(env, time.time())
+                self.observed += 1
+        await ack_all(msgs)
+
+    async def publish(self, changes: list[Json]) -> None:
+        """On the bus (retried next tick while it fails), then in the table and to the sinks."""
+        pending, self._unsent = [*self._unsent, *changes], []
+        stored: list[bytes] = []
+        for alert in pending:
+            body = orjson.dumps(alert)
+            try:
+                assert self._broker is not None
+                await self._broker.publish(
+                    body,
+                    bus.alert_subject(alert["severity"], alert["rule"]),
+                    headers={"Nats-Msg-Id": f"{alert['id']}.{alert['state']}"},
+                    stream=bus.ALERTS_STREAM,
+                )
+            except Exception as exc:
+                log.warning("alerts: publish failed (%s); retrying", exc)
+                self._unsent.append(alert)
+                continue
+            self.published += 1
+            stored.append(orjson.dumps({**alert, "details": orjson.dumps(alert["details"]).decode()}))
+            if self._sinks is not None:
+                self._sinks.send(alert)
+        if stored:
+            try:
+                await asyncio.to_thread(insert_alerts, self.client, stored)
+            except Exception as exc:  # the bus has them; the next start re-derives the open ones
+                log.warning("alerts: store insert failed (%s)", exc)
+
+
+def _rows(client: Client, query: queries.Query) -> list[dict[str, Any]]:
+    result = client.query(query.sql, parameters=query.params or {})
+    return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
+
+
+def _object(value: object) -> Json:
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = orjson.loads(str(value or "{}"))
+    except orjson.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _iso(value: object) -> str:
+    iso = getattr(value, "isoformat", None)
+    if iso is None:
+        return str(value or "")
+    text = str(iso())
+    return text if "+" in text or text.endswith("Z") else text + "+00:00"
+
+
+def alerts_router(watchdog: Watchdog, *, fetch_batch: int = 2000, fetch_timeout: float = 0.1) -> NatsRouter:
+    """The watchdog's FastStream subscriber: its own durable pull consumer of GENIE."""
+    router = NatsRouter()
+
+    @router.subscriber(
+        ALL_SUBJECTS,
+        stream=JStream(bus.STREAM_NAME, subjects=[ALL_SUBJECTS], declare=False),
+        durable=bus.ALERTS_DURABLE,
+        config=bus.alerts_consumer_config(),
+        pull_sub=PullSub(batch_size=fetch_batch, timeout=fetch_timeout, batch=True),
+        ack_policy=AckPolicy.MANUAL,
+        parser=_batch_as_is,
+        decoder=_raw_batch,
+        title="alerts",
+        description="The watchdog: every envelope into the alert rules; alerts on agentwatch.alert.>.",
+    )
+    async def watch(batch: Any) -> None:
+        # The fetched nats-py messages themselves, as the store takes them (consumers/store.py).
+        await watchdog.take(batch)
+
+    return router

@@ -1,0 +1,520 @@
+"""The watchdog's rules: plain Python over event envelopes (dicts), no bus and no store.
+
+`Engine.observe(envelope)` updates bounded state per agent, session and host; `Engine.tick(now)`
+evaluates the time-based conditions. Both return the alert changes (firing or resolved) they
+caused. An alert is identified by its rule and what it is about (a tool call, an agent, a host);
+its id also carries the time the condition began, so the same condition seen again after a
+restart has the same id, and the table and the bus keep one copy.
+
+Each rule: firing once its condition holds, resolved when it clears, and not firing again for the
+same subject within `cooldown_s` of a resolution (a flapping condition does not flood).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tomllib
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+Json = dict[str, Any]
+
+# Rule -> (severity, {threshold: default}). The default rules file is written from this.
+DEFAULTS: dict[str, tuple[str, dict[str, float]]] = {
+    "stuck_tool": ("warning", {"floor_s": 600.0, "p95_factor": 5.0, "history": 200.0}),
+    "silent_agent": ("warning", {"after_s": 600.0}),
+    "loop": ("warning", {"repeats": 8.0}),
+    "failure_burst": ("warning", {"failures": 8.0, "window_s": 300.0, "min_share": 0.5}),
+    "waiting_for_user": ("info", {"after_s": 300.0}),
+    "idle_with_open_tasks": ("info", {"after_s": 600.0}),
+    "budget": ("critical", {"session_usd": 50.0, "agent_usd": 50.0, "team_usd": 200.0}),
+    "hook_health": ("warning", {"spool_bytes": 1_000_000.0}),
+}
+_COMMON = {"enabled", "severity", "cooldown_s"}
+SEVERITIES = ("info", "warning", "critical")
+WORKING = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart"})
+RESTING = frozenset({"Stop", "StopFailure", "SubagentStop", "SessionEnd", "TeammateIdle"})
+
+
+class RulesError(ValueError):
+    """A rules file that cannot be used; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    severity: str
+    enabled: bool = True
+    cooldown_s: float = 60.0
+    limits: Mapping[str, float] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> float:
+        return self.limits[key]
+
+
+def default_rules() -> dict[str, Rule]:
+    return {name: Rule(name, sev, limits=dict(limits)) for name, (sev, limits) in DEFAULTS.items()}
+
+
+def default_file_text() -> str:
+    """The commented rules file written on first start."""
+    lines = [
+        "# agentwatch alert rules: one table per rule. Every key is optional; a missing one keeps",
+        "# its default (shown here). Common keys: enabled, severity (info|warning|critical),",
+        "# cooldown_s (seconds before a resolved alert may fire again for the same subject).",
+        "",
+    ]
+    for name, (sev, limits) in DEFAULTS.items():
+        lines += [f"[{name}]", "# enabled = true", f'# severity = "{sev}"', "# cooldown_s = 60"]
+        lines += [f"# {key} = {value:g}" for key, value in limits.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _line_of(text: str, table: str, key: str = "") -> int:
+    """The line where `[table]` (or its `key`) is written, for error messages; 0 when not found."""
+    in_table = False
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("["):
+            in_table = line.strip("[] ") == table
+            if in_table and not key:
+                return number
+        elif in_table and key and line.split("=", 1)[0].strip() == key:
+            return number
+    return 0
+
+
+def parse_rules(text: str, source: str = "rules file") -> dict[str, Rule]:
+    """Rules from TOML text over the defaults; RulesError names the line of the first problem."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RulesError(f"{source}: {exc}") from None
+    rules = default_rules()
+    for name, table in doc.items():
+        if name not in rules:
+            raise RulesError(
+                f"{source}, line {_line_of(text, name)}: unknown rule [{name}] (known: {', '.join(rules)})"
+            )
+        if not isinstance(table, dict):
+            raise RulesError(f"{source}: {name} must be a table ([{name}])")
+        rules[name] = _rule(rules[name], table, text, source)
+    return rules
+
+
+def _rule(rule: Rule, table: Mapping[str, Any], text: str, source: str) -> Rule:
+    limits = dict(rule.limits)
+    for key, value in table.items():
+        where = f"{source}, line {_line_of(text, rule.name, key)}: [{rule.name}] {key}"
+        if key == "enabled":
+            if not isinstance(value, bool):
+                raise RulesError(f"{where} must be true or false")
+            rule = replace(rule, enabled=value)
+        elif key == "severity":
+            if value not in SEVERITIES:
+                raise RulesError(f"{where} must be one of {', '.join(SEVERITIES)}")
+            rule = replace(rule, severity=value)
+        elif key == "cooldown_s" or key in limits:
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise RulesError(f"{where} must be a number, 0 or more")
+            if key == "cooldown_s":
+                rule = replace(rule, cooldown_s=float(value))
+            else:
+                limits[key] = float(value)
+        else:
+            known = ", ".join(sorted(_COMMON | set(limits)))
+            raise RulesError(f"{where}: unknown key (known: {known})")
+    return replace(rule, limits=limits)
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parse_time(value: object) -> float:
+    if not isinstance(value, str) or not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _p95(values: Iterable[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+@dataclass
+class Open:
+    """A condition that holds (or may soon): what an alert would say."""
+
+    rule: str
+    key: str
+    since: float
+    agent: str = ""
+    team: str = ""
+    session_id: str = ""
+    host: str = ""
+    summary: str = ""
+    details: Json = field(default_factory=dict)
+
+
+@dataclass
+class AgentState:
+    agent: str
+    team: str
+    session_id: str
+    host: str
+    last: float = 0.0
+    working: bool = False
+    idle_since: float = 0.0
+    call: str = ""  # the last call's tool and input, as one string
+    call_failed: bool = False
+    repeats: int = 0
+    repeat_since: float = 0.0
+    results: deque[tuple[float, bool]] = field(default_factory=lambda: deque(maxlen=512))  # (when, failed)
+    waiting: Open | None = None
+
+
+def alert_id(rule: str, key: str, since: float) -> str:
+    return hashlib.sha1(f"{rule}|{key}|{since:.3f}".encode()).hexdigest()[:24]  # noqa: S324 - an id
+
+
+class Engine:
+    """Bounded state and the open alerts; the caller publishes what observe/tick return."""
+
+    MAX_AGENTS = 10_000
+    MAX_CALLS = 50_000
+    SEEN = 200_000
+
+    def __init__(self, rules: Mapping[str, Rule] | None = None) -> None:
+        self.rules: dict[str, Rule] = dict(rules or default_rules())
+        self.agents: dict[tuple[str, str], AgentState] = {}
+        self.calls: dict[
+            str, tuple[float, str, tuple[str, str]]
+        ] = {}  # tool_use_id -> (start, tool, agent key)
+        self.durations: dict[str, deque[float]] = {}
+        self.tasks: dict[str, set[str]] = {}  # team -> open task ids
+        self.spool: dict[str, int] = {}  # host -> the spool backlog it reported last
+        self.costs: list[tuple[str, str, float]] = []  # (scope, name, usd)
+        self.firing: dict[str, Json] = {}  # alert key -> the alert as published
+        self.resolved_at: dict[str, float] = {}  # alert key -> when it last resolved
+        self._seen: set[str] = set()
+        self._seen_order: deque[str] = deque()
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def set_rules(self, rules: Mapping[str, Rule]) -> None:
+        self.rules = dict(rules)
+
+    def restore(self, alerts: Iterable[Mapping[str, Any]]) -> None:
+        """Alerts that were firing when the service stopped (from the store): they are not fired
+        again; the next tick resolves the ones whose condition is gone."""
+        for alert in alerts:
+            key = str(alert.get("key") or alert.get("details", {}).get("key", ""))
+            if key:
+                self.firing[key] = dict(alert)
+
+    def observe(self, env: Mapping[str, Any], now: float = 0.0) -> None:
+        """Take one event envelope (`tick` then says what changed)."""
+        event_id = str(env.get("id", ""))
+        if event_id:
+            if event_id in self._seen:
+                return
+            self._seen.add(event_id)
+            self._seen_order.append(event_id)
+            if len(self._seen_order) > self.SEEN:
+                self._seen.discard(self._seen_order.popleft())
+        t = parse_time(env.get("timestamp")) or now
+        event = str(env.get("event", ""))
+        host = str(env.get("host", ""))
+        if host:
+            self.spool[host] = int(env.get("spool_bytes") or 0)
+        if event in ("Usage", "CostState"):
+            return
+        state = self._agent(env, t)
+        data = env.get("data") if isinstance(env.get("data"), dict) else {}
+        assert isinstance(data, dict)
+        self._tasks(event, state, data)
+        self._calls(event, state, env, data, t)
+        state.last = max(state.last, t)
+        state.waiting = (
+            None if event not in ("PermissionRequest", "Elicitation", "Notification") else state.waiting
+        )
+        asks = event in ("PermissionRequest", "Elicitation") or (
+            event == "Notification"
+            and data.get("notification_type") in ("permission_prompt", "elicitation_dialog")
+        )
+        if asks and state.waiting is None:
+            what = str(env.get("tool_name") or data.get("mcp_server_name") or "input")
+            state.waiting = Open("waiting_for_user", "", t, summary=f"{event} for {what}")
+        if event in WORKING:
+            state.working, state.idle_since = True, 0.0
+        elif event in RESTING:
+            state.working = False
+            state.idle_since = t if event == "TeammateIdle" else 0.0
+            self._forget_calls(state)
+
+    def observe_costs(self, rows: Iterable[tuple[str, str, float | None]]) -> None:
+        """(scope session|agent|team, name, cost in USD or None while unknown)."""
+        self.costs = [(s, n, float(c)) for s, n, c in rows if c is not None]
+
+    def _agent(self, env: Mapping[str, Any], t: float) -> AgentState:
+        key = (str(env.get("session_id", "")), str(env.get("agent", "")))
+        state = self.agents.get(key)
+        if state is None:
+            if len(self.agents) >= self.MAX_AGENTS:  # forget the longest quiet
+                oldest = min(self.agents, key=lambda k: self.agents[k].last)
+                del self.agents[oldest]
+            state = AgentState(key[1], str(env.get("team", "")), key[0], str(env.get("host", "")), last=t)
+            self.agents[key] = state
+        return state
+
+    def _tasks(self, event: str, state: AgentState, data: Mapping[str, Any]) -> None:
+        task = str(data.get("task_id", ""))
+        if not task:
+            return
+        team = str(data.get("team_name") or state.team or state.session_id)
+        if event == "TaskCreated":
+            self.tasks.setdefault(team, set()).add(task)
+        elif event == "TaskCompleted":
+            self.tasks.get(team, set()).discard(task)
+
+    def _calls(
+        self, event: str, state: AgentState, env: Mapping[str, Any], data: Mapping[str, Any], t: float
+    ) -> None:
+        tool, use_id = str(env.get("tool_name", "")), str(env.get("tool_use_id", ""))
+        key = (state.session_id, state.agent)
+        if event == "PreToolUse" and tool:
+            if use_id and len(self.calls) < self.MAX_CALLS:
+                self.calls[use_id] = (t, tool, key)
+            call = tool + " " + json.dumps(data.get("tool_input"), sort_keys=True, default=str)[:4000]
+            if call == state.call:
+                state.repeats += 1
+            else:
+                state.call, state.repeats, state.repeat_since, state.call_failed = call, 1, t, False
+        elif event in ("PostToolUse", "PostToolUseFailure"):
+            started = self.calls.pop(use_id, None)
+            if started is not None and event == "PostToolUse":
+                history = self.durations.setdefault(
+                    started[1], deque(maxlen=int(self.rules["stuck_tool"]["history"]))
+                )
+                history.append(max(0.0, t - started[0]))
+            state.results.append((t, event == "PostToolUseFailure"))
+            if event == "PostToolUseFailure":
+                state.call_failed = True
+
+    def _forget_calls(self, state: AgentState) -> None:
+        key = (state.session_id, state.agent)
+        for use_id in [u for u, (_, _, k) in self.calls.items() if k == key]:
+            del self.calls[use_id]
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def conditions(self, now: float) -> list[Open]:
+        """Every condition that holds at `now`, by every enabled rule."""
+        found: list[Open] = []
+        on = {name for name, rule in self.rules.items() if rule.enabled}
+        if "stuck_tool" in on:
+            found += self._stuck(now)
+        for state in self.agents.values():
+            found += [o for o in self._agent_conditions(state, now) if o.rule in on]
+        if "budget" in on:
+            found += self._budget()
+        if "hook_health" in on:
+            limit = self.rules["hook_health"]["spool_bytes"]
+            for host, backlog in self.spool.items():
+                if backlog >= limit:
+                    summary = f"hook spool on {host} holds {backlog:,} bytes unsent"
+                    found.append(
+                        Open(
+                            "hook_health",
+                            f"hook_health|{host}",
+                            now,
+                            host=host,
+                            summary=summary,
+                            details={"spool_bytes": backlog},
+                        )
+                    )
+        return found
+
+    def _stuck(self, now: float) -> list[Open]:
+        rule = self.rules["stuck_tool"]
+        found = []
+        for use_id, (start, tool, key) in self.calls.items():
+            p95 = _p95(self.durations.get(tool, ()))
+            limit = max(rule["floor_s"], rule["p95_factor"] * p95)
+            # Once firing, it holds until the call ends, even if the tool's p95 has risen since.
+            if now - start > limit or f"stuck_tool|{key[0]}|{key[1]}|{use_id}" in self.firing:
+                state = self.agents.get(key)
+                summary = f"{key[1]} has been inside {tool} for {now - start:.0f}s (limit {limit:.0f}s)"
+                found.append(
+                    self._open(
+                        state,
+                        "stuck_tool",
+                        use_id,
+                        start,
+                        summary,
+                        {"tool": tool, "tool_use_id": use_id, "limit_s": limit, "p95_s": p95},
+                    )
+                )
+        return found
+
+    def _open(
+        self, state: AgentState | None, rule: str, what: str, since: float, summary: str, details: Json
+    ) -> Open:
+        if state is None:
+            return Open(rule, f"{rule}|{what}", since, summary=summary, details=details)
+        return Open(
+            rule,
+            f"{rule}|{state.session_id}|{state.agent}|{what}",
+            since,
+            state.agent,
+            state.team,
+            state.session_id,
+            state.host,
+            summary,
+            details,
+        )
+
+    def _agent_conditions(self, s: AgentState, now: float) -> list[Open]:
+        r = self.rules
+        found = []
+        busy = any(k == (s.session_id, s.agent) for _, _, k in self.calls.values())
+        if s.working and not busy and s.waiting is None and now - s.last > r["silent_agent"]["after_s"]:
+            found.append(
+                self._open(
+                    s,
+                    "silent_agent",
+                    "",
+                    s.last,
+                    f"{s.agent} is working but silent for {now - s.last:.0f}s",
+                    {},
+                )
+            )
+        if s.repeats >= r["loop"]["repeats"]:
+            how = "failing call" if s.call_failed else "call"
+            found.append(
+                self._open(
+                    s,
+                    "loop",
+                    "",
+                    s.repeat_since,
+                    f"{s.agent} repeated the same {how} {s.repeats} times in a row",
+                    {"repeats": s.repeats, "call": s.call[:200], "failed": s.call_failed},
+                )
+            )
+        window = r["failure_burst"]["window_s"]
+        # A burst is many failures that are also most of what the agent tried: a busy agent whose
+        # calls mostly work is not in trouble because it made many of them.
+        inside = [(t, failed) for t, failed in s.results if now - t <= window]
+        recent = sum(1 for _, failed in inside if failed)
+        if recent >= r["failure_burst"]["failures"] and recent >= r["failure_burst"]["min_share"] * len(
+            inside
+        ):
+            first = next(t for t, failed in inside if failed)
+            found.append(
+                self._open(
+                    s,
+                    "failure_burst",
+                    "",
+                    first,
+                    f"{s.agent} had {recent} tool failures of {len(inside)} results in {window:.0f}s",
+                    {"failures": recent},
+                )
+            )
+        if s.waiting is not None and now - s.waiting.since > r["waiting_for_user"]["after_s"]:
+            w = s.waiting
+            found.append(
+                self._open(
+                    s,
+                    "waiting_for_user",
+                    "",
+                    w.since,
+                    f"{s.agent}: {w.summary} unanswered for {now - w.since:.0f}s",
+                    {},
+                )
+            )
+        open_tasks = len(self.tasks.get(s.team or s.session_id, ()))
+        if s.idle_since and open_tasks and now - s.idle_since > r["idle_with_open_tasks"]["after_s"]:
+            found.append(
+                self._open(
+                    s,
+                    "idle_with_open_tasks",
+                    "",
+                    s.idle_since,
+                    f"{s.agent} idle for {now - s.idle_since:.0f}s with {open_tasks} open tasks",
+                    {"open_tasks": open_tasks},
+                )
+            )
+        return found
+
+    def _budget(self) -> list[Open]:
+        rule = self.rules["budget"]
+        found = []
+        for scope, name, usd in self.costs:
+            limit = rule.limits.get(f"{scope}_usd")
+            if limit is not None and usd > limit:
+                o = Open(
+                    "budget",
+                    f"budget|{scope}|{name}",
+                    0.0,
+                    summary=f"{scope} {name} cost ${usd:,.2f}, over ${limit:,.2f}",
+                    details={"scope": scope, "cost_usd": usd, "limit_usd": limit},
+                )
+                if scope == "session":
+                    o.session_id = name
+                elif scope == "agent":
+                    o.agent = name
+                else:
+                    o.team = name
+                found.append(o)
+        return found
+
+    def tick(self, now: float) -> list[Json]:
+        """Fire what newly holds, resolve what no longer does."""
+        holding = {o.key: o for o in self.conditions(now)}
+        changes: list[Json] = []
+        for key, alert in list(self.firing.items()):
+            if key not in holding:
+                del self.firing[key]
+                self.resolved_at[key] = now
+                changes.append({**alert, "state": "resolved", "at": iso(now)})
+        for key, o in holding.items():
+            if key in self.firing:
+                continue
+            rule = self.rules[o.rule]
+            if now - self.resolved_at.get(key, -math.inf) < rule.cooldown_s:
+                continue
+            since = o.since or now
+            alert = {
+                "id": alert_id(o.rule, key, since),
+                "rule": o.rule,
+                "severity": rule.severity,
+                "state": "firing",
+                "agent": o.agent,
+                "team": o.team,
+                "session_id": o.session_id,
+                "host": o.host,
+                "summary": o.summary,
+                "details": {**o.details, "key": key},
+                "since": iso(since),
+                "at": iso(now),
+            }
+            self.firing[key] = alert
+            changes.append(alert)
+        if len(self.resolved_at) > self.MAX_CALLS:
+            for key in sorted(self.resolved_at, key=self.resolved_at.__getitem__)[
+                : len(self.resolved_at) // 2
+            ]:
+                del self.resolved_at[key]
+        return changes

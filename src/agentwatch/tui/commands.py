@@ -1,0 +1,29 @@
+"""The dashboard's command palette entries (Ctrl+P): its views, help, and the busiest agents."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from textual.app import SystemCommand
+
+PALETTE_AGENTS = 100  # agents offered in the palette, busiest first
+
+
+def system_commands(app: Any) -> Iterable[SystemCommand]:
+    """`app` is the AgentwatchApp (typed loosely: that module imports this one)."""
+    yield SystemCommand("Live view", "The roster of agents and the event feed", app.action_live)
+    yield SystemCommand("Team view", "Who messaged whom, tasks, idle teammates", app.action_team)
+    yield SystemCommand(
+        "Tools and history", "Per-tool durations and failure rates, sessions (SQL)", app.action_tools
+    )
+    yield SystemCommand(
+        "Alerts", "Open and recent alerts of the watchdog; Enter: the agent", app.action_alerts
+    )
+    yield SystemCommand("Help", "Keys and what the columns mean", app.action_help)
+    for _, agent in app.roster.ordered(app.sort)[:PALETTE_AGENTS]:
+        yield SystemCommand(
+            f"Agent: {agent.name}",
+            f"{agent.state} · {agent.tool_calls} calls · {agent.errors} errors",
+            lambda name=agent.name: app.show_agent(name),
+        )

@@ -1,0 +1,1 @@
+"""`agentwatch web`: the dashboard served to browsers, one dashboard process per tab, signed in."""

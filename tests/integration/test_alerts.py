@@ -1,0 +1,320 @@
+"""The watchdog through the real bus and store: each rule fires once on agentwatch.alert.>, is in
+the `alerts` table, and resolves when its condition clears; a restart neither loses nor repeats
+a firing alert; a bad rules file keeps the rules in force."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from clickhouse_connect.driver.client import Client
+from faststream.nats import NatsBroker
+
+from agentwatch.bus.streams import ensure_stream
+from agentwatch.consumers.alerts import Watchdog, alerts_router
+from agentwatch.consumers.store import StoreWriter, store_router
+from agentwatch.contract import build_envelope, encode_envelope
+from agentwatch.store.migrations import apply_migrations
+from tests.services import NatsServer
+
+FAST_RULES = """
+[stuck_tool]
+floor_s = 2
+cooldown_s = 0
+[silent_agent]
+after_s = 2
+[loop]
+repeats = 4
+[failure_burst]
+failures = 4
+window_s = 30
+[waiting_for_user]
+after_s = 2
+[idle_with_open_tasks]
+after_s = 2
+[budget]
+session_usd = 1
+[hook_health]
+spool_bytes = 5000
+"""
+_ids = itertools.count()
+
+
+@pytest.fixture
+def ch(chdb_database: Client) -> Client:
+    apply_migrations(chdb_database)
+    return chdb_database
+
+
+def envelope(event: str, *, agent: str = "lead", session: str = "s1", **payload: Any) -> tuple[str, bytes]:
+    body = {"hook_event_name": event, "session_id": session, **payload}
+    subject, env = build_envelope(
+        body, {"GENIE_AGENT_NAME": agent}, host="h1", event_id=f"e{next(_ids):08d}{time.time_ns()}"
+    )
+    spool = payload.pop("spool", 0)
+    env["spool_bytes"] = spool
+    return subject, encode_envelope(env)
+
+
+class Bus:
+    """A nats-py client of the test's own: publishes envelopes, collects alerts."""
+
+    def __init__(self, nc: Any) -> None:
+        self.nc = nc
+        self.alerts: list[dict[str, Any]] = []
+
+    async def send(self, *envelopes: tuple[str, bytes]) -> None:
+        for subject, body in envelopes:
+            await self.nc.publish(subject, body)
+        await self.nc.flush()
+
+    async def wait(
+        self, check: Callable[[list[dict[str, Any]]], bool], timeout: float = 15.0
+    ) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while not check(self.alerts):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"alerts seen: {[(a['rule'], a['state']) for a in self.alerts]}")
+            await asyncio.sleep(0.05)
+        return self.alerts
+
+
+@asynccontextmanager
+async def watched(
+    url: str, client: Client, rules: Path, *, default: bool = False
+) -> AsyncIterator[tuple[Bus, Watchdog]]:
+    """The store and the watchdog in this process, and a subscriber on agentwatch.alert.>; the
+    rules file has small thresholds unless `default` (then the service writes its own)."""
+    if not rules.exists() and not default:
+        rules.write_text(FAST_RULES)
+    nc = await nats.connect(url)
+    await ensure_stream(nc.jetstream(), {})
+    watcher = Bus(nc)
+
+    async def on_alert(msg: Any) -> None:
+        watcher.alerts.append(json.loads(msg.data))
+
+    await nc.subscribe("agentwatch.alert.>", cb=on_alert)
+    writer = StoreWriter(client)
+    watchdog = Watchdog(
+        client, {"AGENTWATCH_ALERTS_FILE": str(rules), "AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS": "1"}
+    )
+    broker = NatsBroker(url, logger=None)
+    broker.include_router(store_router(writer))
+    broker.include_router(alerts_router(watchdog))
+    await broker.start()
+    writer.start()
+    await watchdog.start(broker)
+    try:
+        yield watcher, watchdog
+    finally:
+        await watchdog.stop()
+        for sub in broker.subscribers:
+            await sub.stop()
+        await writer.stop()
+        await broker.stop()
+        await nc.close()
+
+
+def fired(rule: str) -> Callable[[list[dict[str, Any]]], bool]:
+    return lambda alerts: any(a["rule"] == rule and a["state"] == "firing" for a in alerts)
+
+
+def resolved(rule: str) -> Callable[[list[dict[str, Any]]], bool]:
+    return lambda alerts: any(a["rule"] == rule and a["state"] == "resolved" for a in alerts)
+
+
+def table(client: Client, rule: str) -> list[tuple[str, str]]:
+    rows = client.query(
+        "SELECT id, state FROM alerts FINAL WHERE rule = {r:String} ORDER BY at", parameters={"r": rule}
+    )
+    return [(str(r[0]), str(r[1])) for r in rows.result_rows]
+
+
+async def check_lifecycle(bus: Bus, client: Client, rule: str, clear: Callable[[], Any]) -> None:
+    """Fires once, is in the table and open_alerts, resolves once cleared."""
+    await bus.wait(fired(rule))
+    await clear()
+    await bus.wait(resolved(rule))
+    mine = [a for a in bus.alerts if a["rule"] == rule]
+    assert [a["state"] for a in mine] == ["firing", "resolved"], mine
+    assert mine[0]["id"] == mine[1]["id"] and mine[0]["summary"]
+    for _ in range(100):
+        if len(table(client, rule)) == 2:
+            break
+        await asyncio.sleep(0.1)
+    assert sorted(s for _, s in table(client, rule)) == ["firing", "resolved"]
+
+
+async def test_stuck_tool(nats_server: NatsServer, ch: Client, tmp_path: Path) -> None:
+    async with watched(nats_server.url, ch, tmp_path / "rules.toml") as (bus, _):
+        await bus.send(
+            envelope("PreToolUse", tool_name="Bash", tool_use_id="t1", tool_input={"command": "sleep"})
+        )
+        started = time.monotonic()
+        await bus.wait(fired("stuck_tool"))
+        assert time.monotonic() - started < 2 + 5
+        await check_lifecycle(
+            bus,
+            ch,
+            "stuck_tool",
+            lambda: bus.send(
+                envelope("PostToolUse", tool_name="Bash", tool_use_id="t1", tool_input={"command": "sleep"})
+            ),
+        )
+
+
+async def test_loop_and_failure_burst(nats_server: NatsServer, ch: Client, tmp_path: Path) -> None:
+    async with watched(nats_server.url, ch, tmp_path / "rules.toml") as (bus, _):
+        for i in range(4):
+            call: dict[str, Any] = {"tool_name": "Bash", "tool_use_id": f"x{i}"}
+            call["tool_input"] = {"command": "make"}
+            await bus.send(
+                envelope("PreToolUse", **call), envelope("PostToolUseFailure", **call, error="exit 2")
+            )
+        await bus.wait(lambda a: fired("loop")(a) and fired("failure_burst")(a))
+        loop = next(a for a in bus.alerts if a["rule"] == "loop")
+        assert loop["details"]["failed"] is True and loop["agent"] == "lead"
+        await check_lifecycle(
+            bus,
+            ch,
+            "loop",
+            lambda: bus.send(
+                envelope("PreToolUse", tool_name="Read", tool_use_id="r1", tool_input={"file_path": "a"})
+            ),
+        )
+
+
+async def test_waiting_silent_idle_and_hook_health(
+    nats_server: NatsServer, ch: Client, tmp_path: Path
+) -> None:
+    async with watched(nats_server.url, ch, tmp_path / "rules.toml") as (bus, _):
+        await bus.send(envelope("PermissionRequest", tool_name="Bash", tool_input={"command": "rm"}))
+        await check_lifecycle(
+            bus,
+            ch,
+            "waiting_for_user",
+            lambda: bus.send(
+                envelope(
+                    "PreToolUse",
+                    agent="lead",
+                    tool_name="Bash",
+                    tool_use_id="p1",
+                    tool_input={"command": "rm"},
+                ),
+                envelope(
+                    "PostToolUse",
+                    agent="lead",
+                    tool_name="Bash",
+                    tool_use_id="p1",
+                    tool_input={"command": "rm"},
+                ),
+            ),
+        )
+        # the lead is working and now says nothing
+        await check_lifecycle(bus, ch, "silent_agent", lambda: bus.send(envelope("Stop", agent="lead")))
+        await bus.send(
+            envelope("TaskCreated", agent="mate", task_id="7", team_name="t"),
+            envelope("TeammateIdle", agent="mate", team_name="t"),
+        )
+        await check_lifecycle(
+            bus,
+            ch,
+            "idle_with_open_tasks",
+            lambda: bus.send(envelope("TaskCompleted", agent="mate", task_id="7", team_name="t")),
+        )
+        await bus.send(envelope("Notification", agent="other", spool=9000))
+        await check_lifecycle(
+            bus, ch, "hook_health", lambda: bus.send(envelope("Notification", agent="other", spool=0))
+        )
+
+
+async def test_bad_rules_file_keeps_the_rules(nats_server: NatsServer, ch: Client, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.toml"
+    async with watched(nats_server.url, ch, rules) as (bus, watchdog):
+        rules.write_text("[loop]\nrepeats = 4\n[failure_burst\nfailures = 2\n")
+        for _ in range(100):
+            if watchdog.rules_error:
+                break
+            await asyncio.sleep(0.05)
+        assert "line 3" in watchdog.rules_error and str(rules) in watchdog.rules_error
+        assert watchdog.engine.rules["loop"]["repeats"] == 4
+        for i in range(4):
+            await bus.send(
+                envelope("PreToolUse", tool_name="Bash", tool_use_id=f"y{i}", tool_input={"command": "ls"})
+            )
+        await bus.wait(fired("loop"))
+
+
+async def test_restart_neither_loses_nor_repeats(nats_server: NatsServer, ch: Client, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.toml"
+    async with watched(nats_server.url, ch, rules) as (bus, _):
+        await bus.send(
+            envelope("PreToolUse", tool_name="Bash", tool_use_id="k1", tool_input={"command": "a"}),
+            envelope("PreToolUse", tool_name="Bash", tool_use_id="k2", tool_input={"command": "b"}),
+        )
+        await bus.wait(fired("stuck_tool"))
+        await asyncio.sleep(1.0)
+        before = [a for a in bus.alerts if a["rule"] == "stuck_tool"]
+        assert len(before) == 2
+    # while it is down, one call finishes
+    nc = await nats.connect(nats_server.url)
+    subject, body = envelope("PostToolUse", tool_name="Bash", tool_use_id="k1", tool_input={"command": "a"})
+    await nc.publish(subject, body)
+    await nc.flush()
+    await nc.close()
+    await asyncio.sleep(1.0)
+    async with watched(nats_server.url, ch, rules) as (bus, _):
+        await bus.wait(resolved("stuck_tool"))
+        await asyncio.sleep(1.5)
+        after = [(a["details"]["tool_use_id"], a["state"]) for a in bus.alerts]
+        assert after == [("k1", "resolved")], after
+    rows = ch.query("SELECT id, state FROM alerts FINAL WHERE rule = 'stuck_tool'").result_rows
+    assert len(rows) == 3
+    still = ch.query("SELECT JSONExtractString(details, 'tool_use_id') FROM open_alerts").result_rows
+    assert still == [("k2",)]
+
+
+async def test_budget_skips_without_costs_then_fires(
+    nats_server: NatsServer, ch: Client, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.toml"
+
+    async def raise_the_budget() -> None:
+        rules.write_text(FAST_RULES.replace("session_usd = 1", "session_usd = 10"))
+
+    async with watched(nats_server.url, ch, rules) as (bus, watchdog):
+        await asyncio.sleep(1.5)  # a cost poll with no usage at all
+        assert watchdog.engine.costs == [] and not fired("budget")(bus.alerts)
+        ch.command(
+            "INSERT INTO usage (session_id, message_id, request_id, timestamp, agent, team, model, "
+            "input_tokens, output_tokens, cost_usd, version) "
+            "VALUES ('s9', 'm1', 'r1', now64(3), 'lead', 'red', 'claude', 1000, 1000, 2.5, 1)"
+        )
+        await bus.wait(fired("budget"))
+        alert = next(a for a in bus.alerts if a["rule"] == "budget")
+        assert alert["session_id"] == "s9" and alert["severity"] == "critical"
+        assert "$2.50" in alert["summary"]
+        await check_lifecycle(bus, ch, "budget", raise_the_budget)
+
+
+async def test_a_busy_demo_team_raises_nothing(nats_server: NatsServer, ch: Client, tmp_path: Path) -> None:
+    """The demo's team at 200 events/s for a minute, with the default rules: no alert."""
+    from agentwatch.demo.publisher import run_demo
+
+    rules = tmp_path / "rules.toml"
+    async with watched(nats_server.url, ch, rules, default=True) as (bus, watchdog):
+        written = rules.read_text()  # the commented default, written on first start
+        assert "[loop]\n# enabled = true" in written and "# repeats = 8" in written
+        sent = await run_demo(nats_server.url, rate=200, duration=60, seed=7)
+        await asyncio.sleep(2)
+        assert sent > 9000 and watchdog.observed >= sent
+        assert bus.alerts == [], [(a["rule"], a["summary"]) for a in bus.alerts]
