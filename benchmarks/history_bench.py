@@ -2,7 +2,7 @@
 synthetic histories of 1M and 10M events (30M with --sizes) in embedded ClickHouse.
 
 Each size gets a database of its own with the project's schema (apply_migrations), filled straight
-from `numbers()` with INSERT ... SELECT into `events`, `message_envelopes` and `usage`, in blocks
+from `numbers()` with INSERT ... SELECT into `events`, `message_envelopes` and `usage_in`, in blocks
 of at most 1M rows: the rollups' materialized views fill as they would live. The history: 300
 agents over 30 days, sessions of 200 events (a prompt, tool calls and their results, a few
 failures, a Stop), 12 tools, one message per 100 events between agents of a team, one API message
@@ -11,7 +11,9 @@ per 20 events.
 Every query runs --runs times (after one warm-up); the table gives the median per size and the
 growth from the smallest size to each larger one.
 
-    python benchmarks/history_bench.py [--sizes 1000000,10000000] [--runs 5] [--dir DIR]
+    python benchmarks/history_bench.py [--sizes 1000000,10000000] [--runs 5] [--dir DIR] [--only REGEX]
+
+With --dir, a history built there before (same size, schema current) is timed again as it is.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ SELECT
 FROM (SELECT number * 100 + {start} AS n FROM numbers({count}))"""
 
 _USAGE = """\
-INSERT INTO usage (session_id, message_id, request_id, timestamp, agent, team, model, input_tokens,
+INSERT INTO usage_in (session_id, message_id, request_id, timestamp, agent, team, model, input_tokens,
                    output_tokens, cache_read_tokens, cost_usd, version)
 SELECT
     concat('session-', toString(intDiv(n, 200))), concat('msg-', toString(n)), concat('req-', toString(n)),
@@ -99,6 +101,10 @@ def build(client: Any, total: int) -> float:
         client.command(_MESSAGES.format(**{**values, "count": count // 100}))
         client.command(_USAGE.format(**{**values, "count": count // 20}))
     return time.perf_counter() - started
+
+
+def stored(client: Any) -> int:
+    return int(client.query("SELECT count() FROM events").result_rows[0][0])
 
 
 def documented() -> list[tuple[str, str]]:
@@ -159,6 +165,7 @@ def main() -> int:
     parser.add_argument(
         "--dir", type=Path, default=None, help="where the engine's data goes (a temporary dir)"
     )
+    parser.add_argument("--only", default="", help="time only the queries whose title matches this regex")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     base = args.dir or Path(tempfile.mkdtemp(prefix="history-bench-"))
@@ -176,11 +183,19 @@ def main() -> int:
         name = f"history_{size}"
         root.command(f"CREATE DATABASE IF NOT EXISTS {name}")
         client = clickhouse_connect.get_client(dsn=f"chdb://{base}", database=name)
-        apply_migrations(client)
-        seconds = build(client, size)
-        print(f"built {size:,} events in {seconds:.0f} s ({size / seconds:,.0f} events/s, rollups included)")
+        applied = apply_migrations(client)
+        if args.dir is not None and not applied and stored(client) == size:
+            # A history this script built before in --dir: timed again as it is.
+            print(f"reusing the {size:,} events in {base / name}")
+        else:
+            seconds = build(client, size)
+            print(
+                f"built {size:,} events in {seconds:.0f} s ({size / seconds:,.0f} events/s, rollups included)"
+            )
         kept.append(size)
         for title, query in work:
+            if args.only and not re.search(args.only, title):
+                continue
             results[title][size] = time_query(client, query.sql, query.params, args.runs)
         client.close()
         print_table(results, kept)  # after each size: a long run still leaves its figures so far

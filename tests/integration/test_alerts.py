@@ -295,7 +295,7 @@ async def test_budget_skips_without_costs_then_fires(
         await asyncio.sleep(1.5)  # a cost poll with no usage at all
         assert watchdog.engine.costs == [] and not fired("budget")(bus.alerts)
         ch.command(
-            "INSERT INTO usage (session_id, message_id, request_id, timestamp, agent, team, model, "
+            "INSERT INTO usage_in (session_id, message_id, request_id, timestamp, agent, team, model, "
             "input_tokens, output_tokens, cost_usd, version) "
             "VALUES ('s9', 'm1', 'r1', now64(3), 'lead', 'red', 'claude', 1000, 1000, 2.5, 1)"
         )

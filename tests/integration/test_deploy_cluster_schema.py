@@ -83,7 +83,9 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         assert ON_CLUSTER in head, head
         assert "IF NOT EXISTS" in head or "OR REPLACE" in head, head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
-    assert len(replicated) == 6 + len(ROLLUP_TABLES)  # events, messages, dead letters, usage, cost states, alerts
+    assert len(replicated) == 6 + len(
+        ROLLUP_TABLES
+    )  # events, messages, dead letters, usage, cost states, alerts
     for match in replicated:
         assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
         assert match.group(3) == "{replica}"
@@ -315,7 +317,17 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name"
     names = [row[0] for row in single_client.query(tables).result_rows]
     assert {"calls", "costs", "sessions"} <= set(names)
-    sharded = ("events", "messages", "dead_letters", "usage", "cost_states", "alerts", "calls", "costs", *ROLLUP_TABLES)
+    sharded = (
+        "events",
+        "messages",
+        "dead_letters",
+        "usage",
+        "cost_states",
+        "alerts",
+        "calls",
+        "costs",
+        *ROLLUP_TABLES,
+    )
     local = {name + "_local" for name in sharded}
     cluster_names = {row[0] for row in cluster_client.query(tables).result_rows}
     assert cluster_names == set(names) | local

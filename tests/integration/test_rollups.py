@@ -20,6 +20,7 @@ from agentwatch.store.migrations import (
     migrations,
     split_statements,
 )
+from agentwatch.store.usage import COST_STATE_COLUMNS, USAGE_COLUMNS, UsageRows, insert_usage, usage_rows
 from agentwatch.store.writes import insert_batch
 from tests.integration.test_schema import Envelope, _scripted, fixture_envelopes, split
 
@@ -170,3 +171,110 @@ def test_the_dashboards_tool_and_session_queries_run_on_the_rollups(
     assert chdb_database.query(edges.sql, parameters=edges.params).result_rows
     sessions = queries.active_sessions(window)
     assert chdb_database.query(sessions.sql, parameters=sessions.params).result_rows
+
+
+# --- the cost rollup -----------------------------------------------------------------------------
+
+_COST_VIEWS = {"session_costs": "session_id", "agent_costs": "agent", "cost_daily": "day, team, model"}
+
+
+def raw_cost_view(name: str) -> str:
+    """The CREATE VIEW of `name` from 006_usage.sql (over `usage FINAL`), renamed raw_<name>."""
+    text = SCHEMA_DIR.joinpath("006_usage.sql").read_text(encoding="utf-8")
+    for statement in split_statements(text):
+        if f"CREATE VIEW IF NOT EXISTS {name} AS" in statement:
+            return statement.replace(f"VIEW IF NOT EXISTS {name} AS", f"VIEW IF NOT EXISTS raw_{name} AS")
+    raise LookupError(name)
+
+
+def cost_answers(client: Client, view: str, key: str) -> list[tuple[Any, ...]]:
+    """Every row of `view`, its dollar columns rounded to 1e-9 (the rollup adds them in another order)."""
+    result = client.query(f"SELECT * FROM {view} ORDER BY {key}")  # noqa: S608 - fixed names
+    money = {i for i, name in enumerate(result.column_names) if name.endswith("_usd")}
+    return [
+        tuple(round(v, 9) if i in money and isinstance(v, float) else v for i, v in enumerate(row))
+        for row in result.result_rows
+    ]
+
+
+def assert_costs_match_raw(client: Client) -> None:
+    for name, key in _COST_VIEWS.items():
+        client.command(raw_cost_view(name))
+        raw = cost_answers(client, f"raw_{name}", key)
+        assert raw, name
+        assert cost_answers(client, name, key) == raw, name
+
+
+def usage_batch() -> UsageRows:
+    from tests.integration.test_cost_store import all_bodies
+
+    found = usage_rows([body for _, body in all_bodies()])
+    assert found.bad == [] and found.usage and found.cost_states
+    return found
+
+
+def bigger(rows: list[list[Any]], extra: int) -> list[list[Any]]:
+    """The same API messages read again with `extra` more output tokens (a later, larger copy):
+    a larger version, and another price."""
+    out = []
+    for original in rows:
+        row = list(original)
+        row[14] += extra  # output_tokens
+        row[23] += 2 * extra  # version
+        row[19] = None if row[19] is None else row[19] + extra / 1e6
+        out.append(row)
+    return out
+
+
+def test_cost_views_read_the_rollup_and_answer_what_usage_final_answers(chdb_database: Client) -> None:
+    apply_migrations(chdb_database)
+    found = usage_batch()
+    insert_usage(chdb_database, found)
+    assert_costs_match_raw(chdb_database)
+    insert_usage(chdb_database, found)  # the whole batch again: nothing changes
+    assert_costs_match_raw(chdb_database)
+    output = "SELECT sum(output_tokens) FROM cost_hourly"
+    before = chdb_database.query(output).result_rows[0][0]
+    # Larger copies of a third of the messages replace them: their old figures leave the rollup.
+    insert_usage(chdb_database, UsageRows(bigger(found.usage[::3], 7), [], []))
+    assert_costs_match_raw(chdb_database)
+    assert chdb_database.query(output).result_rows[0][0] == before + 7 * len(found.usage[::3])
+    for table in ("usage", "cost_hourly"):
+        chdb_database.command(f"OPTIMIZE TABLE {table} FINAL")
+    # After the merge: smaller copies again (left out), and larger ones of some (replacing).
+    insert_usage(chdb_database, UsageRows(found.usage[::2] + bigger(found.usage[::5], 11), [], []))
+    assert_costs_match_raw(chdb_database)
+    totals = queries.cost_total()
+    got = chdb_database.query(totals.sql, parameters=totals.params).named_results().__next__()
+    raw = (
+        chdb_database.query(
+            "SELECT count() AS api_calls, sum(output_tokens) AS output_tokens, "
+            "uniqExact(session_id) AS sessions FROM usage FINAL"
+        )
+        .named_results()
+        .__next__()
+    )
+    assert {k: got[k] for k in raw} == raw
+
+
+def test_cost_backfill_equals_the_rollup_filled_live(chdb_database: Client) -> None:
+    chdb_database.command(
+        f"CREATE TABLE {MIGRATIONS_TABLE} (version UInt32, name String, applied_at DateTime DEFAULT now()) "
+        "ENGINE = ReplacingMergeTree ORDER BY version"
+    )
+    for version, name, sql in migrations():
+        if version >= 9:
+            break
+        for statement in split_statements(sql):
+            chdb_database.command(statement)
+        chdb_database.insert(MIGRATIONS_TABLE, [[version, name]], column_names=["version", "name"])
+    found = usage_batch()
+    columns = [name for name, _ in USAGE_COLUMNS]
+    # The store before 009 inserted into usage directly: copies and larger copies alike.
+    for batch in (found.usage, found.usage[::2], bigger(found.usage[::3], 5)):
+        chdb_database.insert("usage", batch, column_names=columns)
+    chdb_database.insert("cost_states", found.cost_states, column_names=[n for n, _ in COST_STATE_COLUMNS])
+    assert "009_rollups" in apply_migrations(chdb_database)
+    assert_costs_match_raw(chdb_database)
+    insert_usage(chdb_database, UsageRows(bigger(found.usage[::4], 9), [], []))  # live on top
+    assert_costs_match_raw(chdb_database)

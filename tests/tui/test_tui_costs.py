@@ -3,12 +3,14 @@ hour, as the store priced them; asked again soon after token usage arrives on th
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from agentwatch.format import money
+from agentwatch.store import queries
 from agentwatch.tui import app as app_module
 from agentwatch.tui.costs import Costs
 from tests.tui.test_tui_app import BASE, FakeHistory, FakeLive, roster_rows, status_text, team_traffic, until
@@ -25,7 +27,7 @@ class PricedStore(FakeHistory):
         self.cost_asks = 0
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        if "agent_costs" not in sql:
+        if sql != queries.DASHBOARD_COSTS.sql:
             return super().query(sql, params)
         self.cost_asks += 1
         columns = ["what", "name", "usd", "usd_with_subagents", "tokens", "unpriced"]
@@ -34,7 +36,7 @@ class PricedStore(FakeHistory):
             ["agent", SUB, 1.3, 1.3, 50_000, 0],
             ["agent", "reviewer", None, None, 4_000, 3],
             ["team", TEAM, self.lead_usd + 1.3, self.lead_usd + 1.3, 144_000, 3],
-            ["hour", "", 0.75, 0.75, 20_000, 0],
+            ["hour", "2026-11-18 10:00:00", 0.75, 0.75, 20_000, 0],
         ]
         return {"columns": columns, "rows": rows}
 
@@ -55,7 +57,9 @@ async def test_the_roster_and_status_line_show_what_agents_cost(monkeypatch: pyt
         await until(pilot, lambda: cost_cells(app).get(LEAD) == ("$1.20", "$2.50"))
         assert cost_cells(app)[SUB] == ("$1.30", "")
         assert cost_cells(app)["reviewer"] == ("unpriced", ""), "unknown price: never $0"
-        await until(pilot, lambda: "$0.75 in the last hour" in status_text(app))
+        # Since the start of the previous UTC hour (the store's cost rollup is hourly), in local time.
+        since = dt.datetime(2026, 11, 18, 10, tzinfo=dt.UTC).astimezone()
+        await until(pilot, lambda: f"$0.75 since {since:%H:%M}" in status_text(app))
         assert f"{TEAM} $2.50" in status_text(app)
         asked = store.cost_asks
         store.lead_usd = 2.0

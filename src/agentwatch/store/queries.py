@@ -348,32 +348,38 @@ def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
 
 COST_BY = ("session", "agent", "team", "model", "day")
 EPOCH = "1970-01-01 00:00:00.000"
+# Sums over the cost_hourly rollup (009_rollups.sql): its rows are signed, so the sums are right
+# whatever was replaced, and a group whose every message was replaced has api_calls 0.
 _COST_SUMS = (
-    "count() AS api_calls, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, "
-    "sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_5m_tokens) AS cache_write_5m_tokens, "
-    "sum(cache_write_1h_tokens) AS cache_write_1h_tokens, sum(cost_usd) AS priced_usd, "
-    "countIf(cost_usd IS NULL) AS unpriced_calls"
+    "toUInt64(sum(api_calls)) AS api_calls, toUInt64(sum(input_tokens)) AS input_tokens, "
+    "toUInt64(sum(output_tokens)) AS output_tokens, toUInt64(sum(cache_read_tokens)) AS cache_read_tokens, "
+    "toUInt64(sum(cache_write_5m_tokens)) AS cache_write_5m_tokens, "
+    "toUInt64(sum(cache_write_1h_tokens)) AS cache_write_1h_tokens, sum(priced_usd) AS priced_usd, "
+    "toUInt64(sum(unpriced_calls)) AS unpriced_calls"
 )
 # NULL when no message could be priced (shown as unpriced), else what could be.
 _COST_USD = "if(api_calls > 0 AND unpriced_calls = api_calls, NULL, coalesce(priced_usd, 0)) AS cost_usd"
+# The hours of the rollup from the one that holds `since`.
+_COST_SINCE = "hour >= toStartOfHour({since:DateTime64(3, 'UTC')})"
 # What each grouping shows before the sums, and how its rows are ordered. Fixed texts: `by` only
 # picks one; every value is a parameter.
 _COST_GROUPS: dict[str, tuple[str, str, str]] = {
     "agent": (
-        "agent, argMax(parent_agent, timestamp) AS parent_agent, argMax(team, timestamp) AS team",
+        "agent, argMaxMerge(latest).2 AS parent_agent, argMaxMerge(latest).1 AS team",
         "agent",
         "cost_usd DESC NULLS LAST, agent",
     ),
     "team": ("team", "team", "cost_usd DESC NULLS LAST, team"),
     "model": ("model", "model", "cost_usd DESC NULLS LAST, model"),
-    "day": ("toDate(timestamp) AS day", "day", "day DESC"),
+    "day": ("toDate(hour) AS day", "day", "day DESC"),
 }
 
 
 def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
-    """Tokens and cost per `by` (one of COST_BY) of the API messages since `since` (a UTC time,
-    `YYYY-MM-DD hh:mm:ss.sss`). Per session: whole sessions active since then, from the
-    session_costs view, with Claude Code's own total beside."""
+    """Tokens and cost per `by` (one of COST_BY) of the API messages from the UTC hour that holds
+    `since` (`YYYY-MM-DD hh:mm:ss.sss`), read from the cost_hourly rollup. Per session: whole
+    sessions whose last message is since then, from the session_costs view, with Claude Code's own
+    total beside."""
     if by not in COST_BY:
         raise ValueError(f"cost by {by!r}: one of {', '.join(COST_BY)}")
     params = {"since": since, "limit": int(limit)}
@@ -388,44 +394,53 @@ def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
     keys, group, order = _COST_GROUPS[by]
     # `keys`, `group` and `order` are fixed texts chosen by `by`; the values are parameters.
     return Query(
-        f"SELECT *, {_COST_USD} FROM (SELECT {keys}, {_COST_SUMS} FROM usage FINAL "  # noqa: S608
-        "WHERE timestamp >= {since:DateTime64(3, 'UTC')} "
-        f"GROUP BY {group}) ORDER BY {order} LIMIT {{limit:UInt32}}",
+        f"SELECT *, {_COST_USD} FROM (SELECT {keys}, {_COST_SUMS} FROM cost_hourly "  # noqa: S608
+        f"WHERE {_COST_SINCE} GROUP BY {group} HAVING api_calls > 0) ORDER BY {order} LIMIT {{limit:UInt32}}",
         params,
     )
 
 
 def cost_total(since: str = EPOCH) -> Query:
-    """The totals of the API messages since `since`, and Claude Code's own totals of the sessions
-    whose last cost-state is that recent."""
+    """The totals of the API messages from the UTC hour that holds `since` (the cost_hourly
+    rollup), and Claude Code's own totals of the sessions whose last cost-state is that recent."""
     return Query(
         f"SELECT *, {_COST_USD}, (SELECT sum(total_cost_usd) FROM cost_states FINAL "  # noqa: S608
-        "WHERE timestamp >= {since:DateTime64(3, 'UTC')}) AS claude_cost_usd "
-        f"FROM (SELECT {_COST_SUMS}, uniqExact(session_id) AS sessions "
-        "FROM usage FINAL WHERE timestamp >= {since:DateTime64(3, 'UTC')})",
+        "WHERE timestamp >= toStartOfHour({since:DateTime64(3, 'UTC')})) AS claude_cost_usd, "
+        "(SELECT count() FROM (SELECT session_id FROM cost_hourly "
+        f"WHERE {_COST_SINCE} GROUP BY session_id HAVING sum(api_calls) > 0)) AS sessions "
+        f"FROM (SELECT {_COST_SUMS} FROM cost_hourly WHERE {_COST_SINCE})",
         {"since": since},
     )
 
 
 # --- the dashboard's costs ----------------------------------------------------------------------
 
-# Per agent (its own, and with its subagents), per team, and the last hour's total: what the
-# roster, the team view and the status line show. One reply, three kinds of row.
-_TOKENS = "input_tokens + output_tokens + cache_read_tokens + cache_write_5m_tokens + cache_write_1h_tokens"
+# Per agent (its own, and with its subagents), per team, and the current and previous UTC hour:
+# what the roster, the team view and the status line show. One reply, three kinds of row, all
+# from the cost_hourly rollup (its signed sums need no per-key step here). The hour row's name is
+# the start of its window (UTC).
+_TOKENS = (
+    "sum(input_tokens) + sum(output_tokens) + sum(cache_read_tokens) + sum(cache_write_5m_tokens) "
+    "+ sum(cache_write_1h_tokens)"
+)
+_PRICE = "if(sum(api_calls) > 0 AND sum(unpriced_calls) = sum(api_calls), NULL, sum(priced_usd))"
 # Built from constants only: nothing here comes from a person.
 DASHBOARD_COSTS = Query(
-    "SELECT 'agent' AS what, agent AS name, cost_usd AS usd, cost_with_subagents_usd AS usd_with_subagents, "  # noqa: S608
-    + _TOKENS
-    + " AS tokens, unpriced_calls AS unpriced FROM agent_costs "
+    "SELECT 'agent' AS what, toString(a.agent) AS name, a.usd AS usd, "  # noqa: S608
+    "if(a.usd IS NULL AND s.usd = 0, NULL, coalesce(a.usd, 0) + s.usd) AS usd_with_subagents, "
+    "a.tokens AS tokens, a.unpriced AS unpriced FROM "
+    f"(SELECT agent, {_PRICE} AS usd, {_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced FROM cost_hourly "
+    "GROUP BY agent HAVING sum(api_calls) > 0) AS a "
+    "LEFT JOIN (SELECT toString(parent_agent) AS parent, sum(priced_usd) AS usd FROM cost_hourly "
+    "WHERE parent_agent != '' GROUP BY parent) AS s ON s.parent = toString(a.agent) "
     "UNION ALL "
-    "SELECT 'team' AS what, team AS name, sum(cost_usd) AS usd, sum(cost_usd) AS usd_with_subagents, sum("
-    + _TOKENS
-    + ") AS tokens, sum(unpriced_calls) AS unpriced FROM session_costs WHERE team != '' GROUP BY team "
+    f"SELECT 'team' AS what, toString(team) AS name, {_PRICE} AS usd, {_PRICE} AS usd_with_subagents, "
+    f"{_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced FROM cost_hourly WHERE team != '' GROUP BY team "
+    "HAVING sum(api_calls) > 0 "
     "UNION ALL "
-    "SELECT 'hour' AS what, '' AS name, sum(cost_usd) AS usd, sum(cost_usd) AS usd_with_subagents, sum("
-    + _TOKENS
-    + ") AS tokens, countIf(cost_usd IS NULL) AS unpriced FROM usage FINAL "
-    "WHERE timestamp >= now64(3) - INTERVAL 1 HOUR"
+    "SELECT 'hour' AS what, toString(toStartOfHour(now() - INTERVAL 1 HOUR)) AS name, "
+    f"{_PRICE} AS usd, {_PRICE} AS usd_with_subagents, {_TOKENS} AS tokens, "
+    "sum(unpriced_calls) AS unpriced FROM cost_hourly WHERE hour >= toStartOfHour(now() - INTERVAL 1 HOUR)"
 )
 
 

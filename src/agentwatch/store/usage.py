@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentwatch.store")
 
 USAGE_TABLE = "usage"
+# What the store inserts API messages into (009_rollups.sql): a Null table whose views store each
+# added row in `usage` and keep `cost_hourly`, the cost rollup, up to date.
+USAGE_IN_TABLE = "usage_in"
+_KEY = slice(0, 3)  # session_id, message_id, request_id: the key of `usage`
+_VERSION = 23  # the index of `version` in USAGE_COLUMNS
+_LOOKUP_CHUNK = 2000
 COST_STATES_TABLE = "cost_states"
 
 USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -166,9 +172,12 @@ def usage_rows(bodies: Sequence[bytes]) -> UsageRows:
 
 
 def insert_usage(client: Client, rows: UsageRows) -> None:
-    """Insert the rows of one batch: one insert per table that has some."""
+    """Insert the rows of one batch: one insert per table that has some. API messages go through
+    `usage_in` (`changed_usage`), so a copy read again or sent again is never counted twice by the
+    cost rollup."""
+    usage = changed_usage(client, rows.usage)
     for table, columns, data in (
-        (USAGE_TABLE, USAGE_COLUMNS, rows.usage),
+        (USAGE_IN_TABLE, (*USAGE_COLUMNS, ("sign", "Int8")), usage),
         (COST_STATES_TABLE, COST_STATE_COLUMNS, rows.cost_states),
     ):
         if data:
@@ -178,3 +187,39 @@ def insert_usage(client: Client, rows: UsageRows) -> None:
                 column_names=[name for name, _ in columns],
                 column_type_names=[kind for _, kind in columns],
             )
+
+
+def changed_usage(client: Client, rows: Sequence[list[Any]]) -> list[list[Any]]:
+    """The `usage_in` rows of a batch of `usage` rows: per message (session, message and request
+    id), its copy with the largest version, when that is larger than the stored one's, with sign 1;
+    and for each stored copy it replaces, that copy with sign -1, which takes its figures back out
+    of the cost rollup. Copies no larger than the stored one are left out: `usage` would keep the
+    stored one anyway. One primary-key lookup per batch (usage is ordered by that key)."""
+    best: dict[tuple[str, str, str], list[Any]] = {}
+    for row in rows:
+        key = (row[0], row[1], row[2])
+        if key not in best or row[_VERSION] > best[key][_VERSION]:
+            best[key] = row
+    if not best:
+        return []
+    stored: dict[tuple[str, str, str], list[Any]] = {}
+    keys = sorted(best)
+    columns = ", ".join(name for name, _ in USAGE_COLUMNS)
+    for at in range(0, len(keys), _LOOKUP_CHUNK):
+        chunk = keys[at : at + _LOOKUP_CHUNK]
+        found = client.query(
+            f"SELECT {columns} FROM {USAGE_TABLE} FINAL "  # noqa: S608 - constant names
+            "WHERE session_id IN {sessions:Array(String)} AND message_id IN {messages:Array(String)}",
+            parameters={"sessions": sorted({k[0] for k in chunk}), "messages": sorted({k[1] for k in chunk})},
+        ).result_rows
+        for row in found:
+            stored[(row[0], row[1], row[2])] = list(row)
+    out: list[list[Any]] = []
+    for key in keys:
+        row, old = best[key], stored.get(key)
+        if old is not None and row[_VERSION] <= old[_VERSION]:
+            continue
+        if old is not None:
+            out.append([*old, -1])
+        out.append([*row, 1])
+    return out

@@ -1,5 +1,5 @@
 """What the agents cost, as the dashboard shows it: per agent (its own, and with its subagents),
-per team, and the last hour. No Textual here: the app asks the store (queries.DASHBOARD_COSTS),
+per team, and since the start of the previous hour. No Textual here: the app asks the store (queries.DASHBOARD_COSTS),
 hands the rows in, and reads cells and status-line words back.
 
 The dollars come from the store, which prices the token usage the hooks read from Claude Code's
@@ -8,6 +8,7 @@ transcripts; the dashboard asks again every few seconds, and soon after usage ar
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -25,12 +26,14 @@ class Costs:
         self.agents: dict[str, Cost] = {}
         self.teams: dict[str, Cost] = {}
         self.hour: float | None = None
+        # The start of the hour row's window: the previous whole UTC hour's (the rollup is hourly).
+        self.hour_from: dt.datetime | None = None
 
     def update(self, rows: Iterable[Sequence[Any]]) -> None:
         """Rows of queries.DASHBOARD_COSTS: (what, name, usd, usd with subagents, tokens, unpriced)."""
         agents: dict[str, Cost] = {}
         teams: dict[str, Cost] = {}
-        hour = None
+        hour, hour_from = None, None
         for what, name, usd, with_subs, tokens, unpriced in rows:
             entry: Cost = (usd, with_subs, int(tokens or 0), int(unpriced or 0))
             if what == "agent":
@@ -38,8 +41,8 @@ class Costs:
             elif what == "team":
                 teams[str(name)] = entry
             elif what == "hour":
-                hour = usd
-        self.agents, self.teams, self.hour = agents, teams, hour
+                hour, hour_from = usd, _utc(name)
+        self.agents, self.teams, self.hour, self.hour_from = agents, teams, hour, hour_from
 
     def own(self, agent: str) -> str:
         """The agent's own cost: '$0.42', 'unpriced', or '' when nothing is known."""
@@ -54,10 +57,20 @@ class Costs:
         return money(with_subs, tokens)
 
     def status(self) -> str:
-        """The last hour's cost and the teams that cost most, for the status line ('' if none)."""
+        """The cost since the start of the previous hour (local time) and the teams that cost most,
+        for the status line ('' if none)."""
         words = []
         if self.hour is not None:
-            words.append(f"{money(self.hour, 1)} in the last hour")
+            since = f" since {self.hour_from.astimezone():%H:%M}" if self.hour_from else " in the last hour"
+            words.append(f"{money(self.hour, 1)}{since}")
         top = sorted(self.teams.items(), key=lambda item: -(item[1][0] or 0))[:3]
         words += [f"{team} {money(cost[0], cost[2])}" for team, cost in top]
         return " · ".join(words)
+
+
+def _utc(text: Any) -> dt.datetime | None:
+    """'2026-11-23 15:00:00' (UTC, as the store writes it) as an aware time; None if it is not one."""
+    try:
+        return dt.datetime.fromisoformat(str(text)).replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None

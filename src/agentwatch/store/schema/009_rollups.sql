@@ -213,6 +213,100 @@ SELECT
 FROM messages
 GROUP BY hour, team, from_agent, to_agent;
 
+-- usage_in: the store's insert target for API messages (a Null table: keeps nothing). A row with
+-- sign 1 is stored in `usage` (usage_in_mv) and added to cost_hourly; a row with sign -1 is a copy
+-- of a message the store replaced by a larger one (see `usage`'s version): it only takes its
+-- figures back out of cost_hourly. One insert does both, so no crash can leave half of it done.
+CREATE TABLE IF NOT EXISTS usage_in
+(
+    session_id String,
+    message_id String,
+    request_id String,
+    timestamp DateTime64(3, 'UTC'),
+    agent LowCardinality(String),
+    team LowCardinality(String),
+    parent_agent LowCardinality(String),
+    agent_id String,
+    agent_type LowCardinality(String),
+    subagent_id String,
+    subagent_type LowCardinality(String),
+    host LowCardinality(String),
+    model LowCardinality(String),
+    input_tokens UInt64,
+    output_tokens UInt64,
+    cache_read_tokens UInt64,
+    cache_write_tokens UInt64,
+    cache_write_5m_tokens UInt64,
+    cache_write_1h_tokens UInt64,
+    cost_usd Nullable(Float64),
+    price_model LowCardinality(String),
+    sidechain Bool,
+    envelope_id String,
+    version UInt64,
+    sign Int8 DEFAULT 1
+)
+ENGINE = Null;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS usage_in_mv TO usage AS
+SELECT
+    session_id, message_id, request_id, timestamp, agent, team, parent_agent, agent_id, agent_type,
+    subagent_id, subagent_type, host, model, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, cache_write_5m_tokens, cache_write_1h_tokens, cost_usd, price_model, sidechain,
+    envelope_id, version
+FROM usage_in
+WHERE sign > 0;
+
+-- cost_hourly: per UTC hour, session, agent (with its parent), team and model: API messages,
+-- tokens and price. Sums are signed, so a replaced copy's row (sign -1) cancels its figures; the
+-- views keep the keys whose api_calls add up to more than 0. `latest` (the agent's latest
+-- message's team, parent, agent_id and type) and `main` (the session's first message of a main
+-- agent) are taken from added rows only.
+CREATE TABLE IF NOT EXISTS cost_hourly
+(
+    hour DateTime('UTC'),
+    session_id String,
+    agent LowCardinality(String),
+    parent_agent LowCardinality(String),
+    team LowCardinality(String),
+    model LowCardinality(String),
+    api_calls SimpleAggregateFunction(sum, Int64),
+    main_calls SimpleAggregateFunction(sum, Int64),
+    input_tokens SimpleAggregateFunction(sum, Int64),
+    output_tokens SimpleAggregateFunction(sum, Int64),
+    cache_read_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_5m_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_1h_tokens SimpleAggregateFunction(sum, Int64),
+    priced_usd SimpleAggregateFunction(sum, Float64),
+    unpriced_calls SimpleAggregateFunction(sum, Int64),
+    first_at SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
+    last_at SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
+    latest AggregateFunction(argMax, Tuple(String, String, String, String), Tuple(DateTime64(3, 'UTC'), String)),
+    main AggregateFunction(argMin, Tuple(String, String), Tuple(DateTime64(3, 'UTC'), String))
+)
+ENGINE = AggregatingMergeTree
+ORDER BY (hour, agent, session_id, parent_agent, team, model);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS cost_hourly_mv TO cost_hourly AS
+SELECT
+    toStartOfHour(timestamp) AS hour, session_id, agent, parent_agent, team, model,
+    sum(toInt64(sign)) AS api_calls,
+    sumIf(toInt64(sign), agent_id = '') AS main_calls,
+    sum(sign * toInt64(input_tokens)) AS input_tokens,
+    sum(sign * toInt64(output_tokens)) AS output_tokens,
+    sum(sign * toInt64(cache_read_tokens)) AS cache_read_tokens,
+    sum(sign * toInt64(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    sum(sign * toInt64(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(sign * assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    sumIf(toInt64(sign), cost_usd IS NULL) AS unpriced_calls,
+    minOrNullIf(timestamp, sign > 0) AS first_at,
+    maxOrNullIf(timestamp, sign > 0) AS last_at,
+    argMaxStateIf(
+        (toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id), sign > 0
+    ) AS latest,
+    argMinStateIf((toString(agent), toString(team)), (timestamp, message_id), sign > 0 AND agent_id = '') AS main
+FROM usage_in
+GROUP BY hour, session_id, agent, parent_agent, team, model;
+
 -- The documented views keep their names and columns, and now read the rollups.
 CREATE OR REPLACE VIEW sessions AS
 SELECT
@@ -335,6 +429,162 @@ SELECT
 FROM edge_hourly
 GROUP BY team, from_agent, to_agent;
 
+-- The cost views keep their names and columns (006_usage.sql says what each means), and now read
+-- cost_hourly: first its rows summed per key, the keys whose messages were all replaced left out.
+CREATE OR REPLACE VIEW session_costs AS
+SELECT
+    session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_5m_tokens, cache_write_1h_tokens,
+    if(api_calls > 0 AND unpriced_calls = api_calls, NULL, coalesce(priced_usd, 0)) AS cost_usd,
+    unpriced_calls, claude_cost_usd, models, first_at, last_at
+FROM
+(
+    SELECT
+        session_id,
+        argMinMerge(main) AS main_agent_team,
+        multiIf(
+            sum(main_calls) > 0, main_agent_team.1,
+            sum(calls) > 0, anyIf(parent_agent, is_usage AND parent_agent != ''),
+            anyIf(agent, NOT is_usage)
+        ) AS agent,
+        multiIf(
+            sum(main_calls) > 0, main_agent_team.2,
+            sum(calls) > 0, anyIf(team, is_usage),
+            anyIf(team, NOT is_usage)
+        ) AS team,
+        toUInt64(sum(calls)) AS api_calls,
+        toUInt64(sum(input)) AS input_tokens,
+        toUInt64(sum(output)) AS output_tokens,
+        toUInt64(sum(cache_read)) AS cache_read_tokens,
+        toUInt64(sum(cache_5m)) AS cache_write_5m_tokens,
+        toUInt64(sum(cache_1h)) AS cache_write_1h_tokens,
+        sumIf(priced, is_usage) AS priced_usd,
+        toUInt64(sum(unpriced)) AS unpriced_calls,
+        maxIf(claude_total, NOT is_usage) AS claude_cost_usd,
+        arraySort(groupUniqArrayIf(model, is_usage)) AS models,
+        if(sum(calls) > 0, minIf(first, is_usage), min(first)) AS first_at,
+        if(sum(calls) > 0, maxIf(last, is_usage), max(last)) AS last_at
+    FROM
+    (
+        SELECT
+            session_id, true AS is_usage, agent, parent_agent, team, model, sum(api_calls) AS calls,
+            sum(main_calls) AS main_calls, sum(input_tokens) AS input, sum(output_tokens) AS output,
+            sum(cache_read_tokens) AS cache_read, sum(cache_write_5m_tokens) AS cache_5m,
+            sum(cache_write_1h_tokens) AS cache_1h, sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced,
+            CAST(NULL AS Nullable(Float64)) AS claude_total, assumeNotNull(min(first_at)) AS first,
+            assumeNotNull(max(last_at)) AS last, argMinMergeState(main) AS main
+        FROM cost_hourly
+        GROUP BY hour, session_id, agent, parent_agent, team, model
+        HAVING calls > 0
+        UNION ALL
+        SELECT
+            session_id, false AS is_usage, any(agent) AS agent, '' AS parent_agent, any(team) AS team,
+            '' AS model, 0 AS calls, 0 AS main_calls, 0 AS input, 0 AS output, 0 AS cache_read,
+            0 AS cache_5m, 0 AS cache_1h, 0 AS priced, 0 AS unpriced,
+            CAST(max(total_cost_usd) AS Nullable(Float64)) AS claude_total, min(timestamp) AS first,
+            max(timestamp) AS last, argMinStateIf(('', ''), (timestamp, ''), false) AS main
+        FROM cost_states FINAL
+        GROUP BY session_id
+    )
+    GROUP BY session_id
+);
+
+CREATE OR REPLACE VIEW agent_costs AS
+SELECT
+    a.agent AS agent,
+    a.latest.1 AS team,
+    a.latest.2 AS parent_agent,
+    a.latest.3 AS agent_id,
+    a.latest.4 AS agent_type,
+    a.sessions AS sessions,
+    a.api_calls AS api_calls,
+    a.input_tokens AS input_tokens,
+    a.output_tokens AS output_tokens,
+    a.cache_read_tokens AS cache_read_tokens,
+    a.cache_write_5m_tokens AS cache_write_5m_tokens,
+    a.cache_write_1h_tokens AS cache_write_1h_tokens,
+    if(a.unpriced_calls = a.api_calls, NULL, coalesce(a.priced_usd, 0)) AS cost_usd,
+    a.unpriced_calls AS unpriced_calls,
+    a.models AS models,
+    a.first_at AS first_at,
+    a.last_at AS last_at,
+    coalesce(s.priced_usd, 0) AS subagents_cost_usd,
+    coalesce(a.priced_usd, 0) + coalesce(s.priced_usd, 0) AS cost_with_subagents_usd
+FROM
+(
+    SELECT
+        agent,
+        argMaxMerge(latest) AS latest,
+        uniqExact(session_id) AS sessions,
+        toUInt64(sum(calls)) AS api_calls,
+        toUInt64(sum(input)) AS input_tokens,
+        toUInt64(sum(output)) AS output_tokens,
+        toUInt64(sum(cache_read)) AS cache_read_tokens,
+        toUInt64(sum(cache_5m)) AS cache_write_5m_tokens,
+        toUInt64(sum(cache_1h)) AS cache_write_1h_tokens,
+        sum(priced) AS priced_usd,
+        toUInt64(sum(unpriced)) AS unpriced_calls,
+        arraySort(groupUniqArray(model)) AS models,
+        min(first) AS first_at,
+        max(last) AS last_at
+    FROM
+    (
+        SELECT
+            agent, session_id, model, sum(api_calls) AS calls, sum(input_tokens) AS input,
+            sum(output_tokens) AS output, sum(cache_read_tokens) AS cache_read,
+            sum(cache_write_5m_tokens) AS cache_5m, sum(cache_write_1h_tokens) AS cache_1h,
+            sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced, assumeNotNull(min(first_at)) AS first,
+            assumeNotNull(max(last_at)) AS last, argMaxMergeState(latest) AS latest
+        FROM cost_hourly
+        GROUP BY hour, session_id, agent, parent_agent, team, model
+        HAVING calls > 0
+    )
+    GROUP BY agent
+) AS a
+LEFT JOIN
+(
+    SELECT toString(parent_agent) AS parent_agent, sum(priced_usd) AS priced_usd
+    FROM cost_hourly
+    WHERE parent_agent != ''
+    GROUP BY parent_agent
+) AS s ON s.parent_agent = toString(a.agent);
+
+CREATE OR REPLACE VIEW cost_daily AS
+SELECT
+    day, team, model, sessions, agents, api_calls, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_5m_tokens, cache_write_1h_tokens,
+    if(unpriced_calls = api_calls, NULL, coalesce(priced_usd, 0)) AS cost_usd,
+    unpriced_calls
+FROM
+(
+    SELECT
+        toDate(hour) AS day,
+        team,
+        model,
+        uniqExact(session_id) AS sessions,
+        uniqExact(agent) AS agents,
+        toUInt64(sum(calls)) AS api_calls,
+        toUInt64(sum(input)) AS input_tokens,
+        toUInt64(sum(output)) AS output_tokens,
+        toUInt64(sum(cache_read)) AS cache_read_tokens,
+        toUInt64(sum(cache_5m)) AS cache_write_5m_tokens,
+        toUInt64(sum(cache_1h)) AS cache_write_1h_tokens,
+        sum(priced) AS priced_usd,
+        toUInt64(sum(unpriced)) AS unpriced_calls
+    FROM
+    (
+        SELECT
+            hour, session_id, agent, team, model, sum(api_calls) AS calls, sum(input_tokens) AS input,
+            sum(output_tokens) AS output, sum(cache_read_tokens) AS cache_read,
+            sum(cache_write_5m_tokens) AS cache_5m, sum(cache_write_1h_tokens) AS cache_1h,
+            sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced
+        FROM cost_hourly
+        GROUP BY hour, session_id, agent, parent_agent, team, model
+        HAVING calls > 0
+    )
+    GROUP BY day, team, model
+);
+
 -- The backfill: the rollups of what was stored before they existed.
 INSERT INTO event_ids SELECT id, timestamp FROM events;
 
@@ -438,3 +688,23 @@ SELECT
     max(timestamp) AS last_at, argMaxState(summary, (timestamp, id)) AS last_summary
 FROM messages FINAL
 GROUP BY hour, team, from_agent, to_agent;
+
+INSERT INTO cost_hourly
+SELECT
+    toStartOfHour(timestamp) AS hour, session_id, agent, parent_agent, team, model,
+    toInt64(count()) AS api_calls,
+    toInt64(countIf(agent_id = '')) AS main_calls,
+    toInt64(sum(input_tokens)) AS input_tokens,
+    toInt64(sum(output_tokens)) AS output_tokens,
+    toInt64(sum(cache_read_tokens)) AS cache_read_tokens,
+    toInt64(sum(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    toInt64(sum(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    toInt64(countIf(cost_usd IS NULL)) AS unpriced_calls,
+    minOrNull(timestamp) AS first_at,
+    maxOrNull(timestamp) AS last_at,
+    argMaxState((toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id))
+        AS latest,
+    argMinStateIf((toString(agent), toString(team)), (timestamp, message_id), agent_id = '') AS main
+FROM usage FINAL
+GROUP BY hour, session_id, agent, parent_agent, team, model;
