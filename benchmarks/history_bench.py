@@ -116,7 +116,9 @@ def documented() -> list[tuple[str, str]]:
         if match.group(1):
             title = match.group(1).strip()
         else:
-            found.append((f"docs: {title}"[:48], match.group(2).strip().rstrip(";")))
+            name = f"docs: {title}"[:44]
+            seen = sum(1 for t, _ in found if t.startswith(name))
+            found.append((name + (f" ({seen + 1})" if seen else ""), match.group(2).strip().rstrip(";")))
     return found
 
 
@@ -137,9 +139,18 @@ def dashboard() -> list[tuple[str, queries.Query]]:
         ("tool_stats view, all", queries.Query("SELECT * FROM tool_stats WHERE window = 'all'")),
         ("agents view", queries.Query("SELECT * FROM agents")),
         (
-            "tool_calls, last hour",
-            queries.Query("SELECT * FROM tool_calls WHERE started >= now64(3) - INTERVAL 1 HOUR"),
+            "tool_calls_since, last hour",
+            queries.Query("SELECT * FROM tool_calls_since(since = now64(3) - INTERVAL 1 HOUR)"),
         ),
+        (
+            "tool_calls_since, last day",
+            queries.Query("SELECT * FROM tool_calls_since(since = now64(3) - INTERVAL 1 DAY)"),
+        ),
+        ("cost per team", queries.cost("team")),
+        ("cost total", queries.cost_total()),
+        ("session_costs view", queries.Query("SELECT * FROM session_costs")),
+        ("agent_costs view", queries.Query("SELECT * FROM agent_costs")),
+        ("cost_daily view", queries.Query("SELECT * FROM cost_daily")),
     ]
 
 

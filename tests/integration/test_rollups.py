@@ -278,3 +278,31 @@ def test_cost_backfill_equals_the_rollup_filled_live(chdb_database: Client) -> N
     assert_costs_match_raw(chdb_database)
     insert_usage(chdb_database, UsageRows(bigger(found.usage[::4], 9), [], []))  # live on top
     assert_costs_match_raw(chdb_database)
+
+
+# --- per-call questions over a window -------------------------------------------------------------
+
+
+def test_tool_calls_since_answers_what_tool_calls_answers_and_reads_only_its_window(
+    chdb_database: Client,
+) -> None:
+    apply_migrations(chdb_database)
+    # Old history (three days ago, paired calls) under the recent scripted and fixture history.
+    chdb_database.command(
+        "INSERT INTO events (id, timestamp, event, kind, agent, session_id, tool_name, tool_use_id) "
+        "SELECT concat('old', toString(number)), now64(3) - INTERVAL 3 DAY + toIntervalMillisecond(number), "
+        "if(number % 2 = 0, 'PreToolUse', 'PostToolUse'), 'tool_call', 'old-agent', 'old-session', 'Bash', "
+        "concat('tu-old-', toString(intDiv(number, 2))) FROM numbers(200000)"
+    )
+    chdb_database.command("OPTIMIZE TABLE events FINAL")
+    events, messages = split(history())
+    insert_batch(chdb_database, events, messages)
+    since = "now64(3) - INTERVAL 2 HOUR"
+    windowed = f"SELECT * FROM tool_calls_since(since = {since}) ORDER BY session_id, tool_use_id"  # noqa: S608
+    whole = f"SELECT * FROM tool_calls WHERE started >= {since} ORDER BY session_id, tool_use_id"  # noqa: S608
+    assert answers(chdb_database, windowed) == answers(chdb_database, whole)
+    assert len(answers(chdb_database, windowed)) > 10
+    # The old calls are all before the window: its primary key leaves their granules unread.
+    plan = "\n".join(r[0] for r in chdb_database.query(f"EXPLAIN indexes = 1 {windowed}").result_rows)
+    read, total = map(int, re.findall(r"Granules: (\d+)/(\d+)", plan)[0])  # of all the table's
+    assert read * 10 < total, plan

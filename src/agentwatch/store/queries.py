@@ -266,10 +266,20 @@ LIMIT {{limit:UInt32}}"""
 
 _TOOLS_IN_WINDOW = "WHERE hour >= toStartOfHour(now() - toIntervalSecond({window_s:UInt32}))\n"
 
-# The newest sessions first (`top`, from the sessions rollup), then their coverage (from
-# session_seq_rollup) and cost, read for those sessions only.
+# The newest sessions first, in two steps: `newest` picks their ids from the sessions rollup's
+# plain min/max columns (no aggregate state is merged), `top` reads the `sessions` view for those
+# ids only (its GROUP BY session_id takes the filter to the rollup's primary key). Then their
+# coverage (from session_seq_rollup) and cost, read for those sessions only.
 _SESSIONS_SQL = """\
-WITH top AS
+WITH newest AS
+(
+    SELECT session_id
+    FROM session_rollup
+    GROUP BY session_id
+    {having}ORDER BY coalesce(min(first_start), min(first_seen)) DESC, session_id
+    LIMIT {{limit:UInt32}}
+),
+top AS
 (
     SELECT
         session_id, agent, team, host, started, ended, end_reason, last_seen,
@@ -277,8 +287,7 @@ WITH top AS
         dateDiff('second', last_seen, now64(3)) AS seen_s,
         events, tool_calls, errors, prompts, subagents, outcome
     FROM sessions
-    {where}ORDER BY started DESC, session_id
-    LIMIT {{limit:UInt32}}
+    WHERE session_id IN (SELECT session_id FROM newest)
 )
 SELECT
     s.session_id AS session_id, s.agent AS agent, s.team AS team, s.host AS host,
@@ -294,7 +303,7 @@ LEFT JOIN
     (
         SELECT session_id, host, max(max_seq) AS max_seq, uniqExactMerge(stored) AS stored
         FROM session_seq_rollup
-        WHERE session_id IN (SELECT session_id FROM top)
+        WHERE session_id IN (SELECT session_id FROM newest)
         GROUP BY session_id, host
     )
     GROUP BY session_id
@@ -306,11 +315,11 @@ LEFT JOIN
         input_tokens + output_tokens + cache_read_tokens + cache_write_5m_tokens + cache_write_1h_tokens
             AS tokens
     FROM session_costs
-    WHERE session_id IN (SELECT session_id FROM top)
+    WHERE session_id IN (SELECT session_id FROM newest)
 ) AS cost ON cost.session_id = s.session_id
 ORDER BY s.started DESC, s.session_id"""
 
-_SESSIONS_IN_WINDOW = "WHERE last_seen >= now64(3) - toIntervalSecond({window_s:UInt32})\n"
+_SESSIONS_IN_WINDOW = "HAVING max(last_seen) >= now64(3) - toIntervalSecond({window_s:UInt32})\n"
 
 
 def _window_params(window_s: int | None, limit: int) -> dict[str, Any]:
@@ -340,8 +349,8 @@ def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
     the latest event while not ended), seen_s (seconds since the latest event), coverage_pct
     (stored of numbered events, over its hosts; NULL where the hook did not number them), and
     cost_usd and tokens from session_costs (NULL cost: no price known, or no usage read)."""
-    where = "" if window_s is None else _SESSIONS_IN_WINDOW
-    return Query(_SESSIONS_SQL.format(where=where), _window_params(window_s, limit))
+    having = "" if window_s is None else _SESSIONS_IN_WINDOW
+    return Query(_SESSIONS_SQL.format(having=having), _window_params(window_s, limit))
 
 
 # --- cost ---------------------------------------------------------------------------------------

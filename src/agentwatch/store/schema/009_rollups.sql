@@ -585,6 +585,56 @@ FROM
     GROUP BY day, team, model
 );
 
+-- tool_calls_since(since = ...): the `tool_calls` columns for the calls that started at or after
+-- `since`, read from that window of `events` only (its primary key starts with the time), so its
+-- cost follows the window, not the history:
+--   SELECT * FROM tool_calls_since(since = now64(3) - INTERVAL 1 HOUR) WHERE status = 'error'
+-- A result is paired with its call when both are in the window (a result comes after its call);
+-- the results of calls started before `since` are left out, so no row is an orphan.
+CREATE OR REPLACE VIEW tool_calls_since AS
+SELECT * FROM
+(
+    SELECT
+        session_id,
+        tool_use_id,
+        argMin(agent, (is_call = 0, timestamp, id)) AS agent,
+        argMin(team, (is_call = 0, timestamp, id)) AS team,
+        argMin(agent_id, (is_call = 0, timestamp, id)) AS agent_id,
+        argMin(host, (is_call = 0, timestamp, id)) AS host,
+        argMin(tool_name, (is_call = 0, timestamp, id)) AS tool,
+        argMin(text, (is_call = 0, timestamp, id)) AS text,
+        minOrNullIf(timestamp, is_call = 1) AS started,
+        maxOrNullIf(timestamp, is_call = 0) AS ended,
+        coalesce(
+            maxOrNullIf(payload_duration_ms, is_call = 0),
+            dateDiff('millisecond', started, ended)
+        ) AS duration_ms,
+        multiIf(
+            countIf(is_call = 1) = 0, 'orphan',
+            countIf(event = 'PermissionDenied') > 0, 'denied',
+            countIf(event = 'PostToolUseFailure' AND is_interrupt) > 0, 'interrupted',
+            countIf(event = 'PostToolUseFailure') > 0, 'error',
+            countIf(event = 'PostToolUse') > 0, 'ok',
+            'running'
+        ) AS status,
+        anyIf(failure_error, event = 'PostToolUseFailure') AS error
+    FROM
+    (
+        SELECT
+            tool_use_id, agent, team, session_id, agent_id, host, tool_name, text, timestamp, id, event,
+            toUInt8(event = 'PreToolUse') AS is_call,
+            if(event = 'PreToolUse', NULL, JSONExtract(data, 'duration_ms', 'Nullable(Int64)'))
+                AS payload_duration_ms,
+            if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
+            if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS failure_error
+        FROM events FINAL
+        WHERE timestamp >= {since:DateTime64(3, 'UTC')} AND tool_use_id != ''
+          AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
+    )
+    GROUP BY session_id, tool_use_id
+)
+WHERE started IS NOT NULL;
+
 -- The backfill: the rollups of what was stored before they existed.
 INSERT INTO event_ids SELECT id, timestamp FROM events;
 
