@@ -31,7 +31,12 @@
 --   agent_rollup              Distributed over agent_rollup_local, sharded by cityHash64(agent)
 --   edge_hourly_local         ReplicatedAggregatingMergeTree, one copy per replica of a shard
 --   edge_hourly               Distributed over edge_hourly_local, sharded by cityHash64(from_agent)
+--   cost_hourly_local         ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   cost_hourly               Distributed over cost_hourly_local, sharded by cityHash64(agent)
+--   session_cost_local        ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   session_cost              Distributed over session_cost_local, sharded by cityHash64(session_id)
 --   message_envelopes         Null, on every node (keeps nothing)
+--   usage_in                  Null, on every node (keeps nothing)
 --   message_envelopes_mv      materialized view to messages
 --   tool_calls                view
 --   sessions                  view
@@ -48,8 +53,12 @@
 --   session_seq_rollup_mv     materialized view to session_seq_rollup_local, per shard
 --   agent_rollup_mv           materialized view to agent_rollup_local, per shard
 --   edge_hourly_mv            materialized view to edge_hourly_local, per shard
+--   usage_in_mv               materialized view to usage
+--   cost_hourly_mv            materialized view to cost_hourly
+--   session_cost_mv           materialized view to session_cost
 --   tool_stats                view
 --   team_edges                view
+--   tool_calls_since          view
 --
 -- Sharding (SHARDING_KEYS in cluster.py): events and messages by cityHash64(id). A redelivered
 -- event has the same id, so both copies land on the same shard and the ReplacingMergeTree
@@ -1107,6 +1116,153 @@ SELECT
 FROM messages_local
 GROUP BY hour, team, from_agent, to_agent;
 
+-- usage_in: the store's insert target for API messages (a Null table: keeps nothing). A row with
+-- sign 1 is stored in `usage` (usage_in_mv) and added to cost_hourly; a row with sign -1 is a copy
+-- of a message the store replaced by a larger one (see `usage`'s version): it only takes its
+-- figures back out of cost_hourly. One insert does both, so no crash can leave half of it done.
+-- usage_in: on every node (Null keeps nothing); the store inserts into the node it
+-- talks to, and the materialized views over it write through the Distributed tables.
+CREATE TABLE IF NOT EXISTS usage_in ON CLUSTER '{cluster}'
+(
+    session_id String,
+    message_id String,
+    request_id String,
+    timestamp DateTime64(3, 'UTC'),
+    agent LowCardinality(String),
+    team LowCardinality(String),
+    parent_agent LowCardinality(String),
+    agent_id String,
+    agent_type LowCardinality(String),
+    subagent_id String,
+    subagent_type LowCardinality(String),
+    host LowCardinality(String),
+    model LowCardinality(String),
+    input_tokens UInt64,
+    output_tokens UInt64,
+    cache_read_tokens UInt64,
+    cache_write_tokens UInt64,
+    cache_write_5m_tokens UInt64,
+    cache_write_1h_tokens UInt64,
+    cost_usd Nullable(Float64),
+    price_model LowCardinality(String),
+    sidechain Bool,
+    envelope_id String,
+    version UInt64,
+    sign Int8 DEFAULT 1
+)
+ENGINE = Null;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS usage_in_mv ON CLUSTER '{cluster}' TO usage AS
+SELECT
+    session_id, message_id, request_id, timestamp, agent, team, parent_agent, agent_id, agent_type,
+    subagent_id, subagent_type, host, model, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, cache_write_5m_tokens, cache_write_1h_tokens, cost_usd, price_model, sidechain,
+    envelope_id, version
+FROM usage_in
+WHERE sign > 0;
+
+-- The cost rollups. Their sums are signed, so a replaced copy's row (sign -1) cancels its figures;
+-- the views keep the keys whose api_calls add up to more than 0. The states (the latest message's
+-- fields, the first main-agent message, the sessions) take added rows only.
+
+-- cost_hourly: per UTC hour, agent (with its parent), team and model: API messages, tokens, their
+-- price, the sessions, the agent's latest message's team, parent, agent_id and type.
+CREATE TABLE IF NOT EXISTS cost_hourly_local ON CLUSTER '{cluster}'
+(
+    hour DateTime('UTC'),
+    agent LowCardinality(String),
+    parent_agent LowCardinality(String),
+    team LowCardinality(String),
+    model LowCardinality(String),
+    api_calls SimpleAggregateFunction(sum, Int64),
+    input_tokens SimpleAggregateFunction(sum, Int64),
+    output_tokens SimpleAggregateFunction(sum, Int64),
+    cache_read_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_5m_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_1h_tokens SimpleAggregateFunction(sum, Int64),
+    priced_usd SimpleAggregateFunction(sum, Float64),
+    unpriced_calls SimpleAggregateFunction(sum, Int64),
+    first_at SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
+    last_at SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
+    sessions AggregateFunction(uniqExact, String),
+    latest AggregateFunction(argMax, Tuple(String, String, String, String), Tuple(DateTime64(3, 'UTC'), String))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/cost_hourly', '{replica}')
+ORDER BY (hour, agent, parent_agent, team, model);
+
+-- cost_hourly: Distributed over cost_hourly_local, under the single-node name.
+-- By cityHash64(agent): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS cost_hourly ON CLUSTER '{cluster}' AS cost_hourly_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'cost_hourly_local', cityHash64(agent));
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS cost_hourly_mv ON CLUSTER '{cluster}' TO cost_hourly AS
+SELECT
+    toStartOfHour(timestamp) AS hour, agent, parent_agent, team, model,
+    sum(toInt64(sign)) AS api_calls,
+    sum(sign * toInt64(input_tokens)) AS input_tokens,
+    sum(sign * toInt64(output_tokens)) AS output_tokens,
+    sum(sign * toInt64(cache_read_tokens)) AS cache_read_tokens,
+    sum(sign * toInt64(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    sum(sign * toInt64(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(sign * assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    sumIf(toInt64(sign), cost_usd IS NULL) AS unpriced_calls,
+    minOrNullIf(timestamp, sign > 0) AS first_at,
+    maxOrNullIf(timestamp, sign > 0) AS last_at,
+    uniqExactStateIf(session_id, sign > 0) AS sessions,
+    argMaxStateIf(
+        (toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id), sign > 0
+    ) AS latest
+FROM usage_in
+GROUP BY hour, agent, parent_agent, team, model;
+
+-- session_cost: per session, agent (with its parent), team and model: the same figures, and the
+-- session's first message of a main agent (no agent_id), for session_costs.
+CREATE TABLE IF NOT EXISTS session_cost_local ON CLUSTER '{cluster}'
+(
+    session_id String,
+    agent LowCardinality(String),
+    parent_agent LowCardinality(String),
+    team LowCardinality(String),
+    model LowCardinality(String),
+    api_calls SimpleAggregateFunction(sum, Int64),
+    main_calls SimpleAggregateFunction(sum, Int64),
+    input_tokens SimpleAggregateFunction(sum, Int64),
+    output_tokens SimpleAggregateFunction(sum, Int64),
+    cache_read_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_5m_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_1h_tokens SimpleAggregateFunction(sum, Int64),
+    priced_usd SimpleAggregateFunction(sum, Float64),
+    unpriced_calls SimpleAggregateFunction(sum, Int64),
+    first_at SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
+    last_at SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
+    main AggregateFunction(argMin, Tuple(String, String), Tuple(DateTime64(3, 'UTC'), String))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/session_cost', '{replica}')
+ORDER BY (session_id, agent, parent_agent, team, model);
+
+-- session_cost: Distributed over session_cost_local, under the single-node name.
+-- By cityHash64(session_id): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS session_cost ON CLUSTER '{cluster}' AS session_cost_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'session_cost_local', cityHash64(session_id));
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS session_cost_mv ON CLUSTER '{cluster}' TO session_cost AS
+SELECT
+    session_id, agent, parent_agent, team, model,
+    sum(toInt64(sign)) AS api_calls,
+    sumIf(toInt64(sign), agent_id = '') AS main_calls,
+    sum(sign * toInt64(input_tokens)) AS input_tokens,
+    sum(sign * toInt64(output_tokens)) AS output_tokens,
+    sum(sign * toInt64(cache_read_tokens)) AS cache_read_tokens,
+    sum(sign * toInt64(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    sum(sign * toInt64(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(sign * assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    sumIf(toInt64(sign), cost_usd IS NULL) AS unpriced_calls,
+    minOrNullIf(timestamp, sign > 0) AS first_at,
+    maxOrNullIf(timestamp, sign > 0) AS last_at,
+    argMinStateIf((toString(agent), toString(team)), (timestamp, message_id), sign > 0 AND agent_id = '') AS main
+FROM usage_in
+GROUP BY session_id, agent, parent_agent, team, model;
+
 -- The documented views keep their names and columns, and now read the rollups.
 CREATE OR REPLACE VIEW sessions ON CLUSTER '{cluster}' AS
 SELECT
@@ -1228,3 +1384,210 @@ SELECT
     argMaxMerge(last_summary) AS last_summary
 FROM edge_hourly
 GROUP BY team, from_agent, to_agent;
+
+-- The cost views keep their names and columns (006_usage.sql says what each means), and now read
+-- the cost rollups: first their rows summed per key, the keys whose messages were all replaced
+-- left out.
+CREATE OR REPLACE VIEW session_costs ON CLUSTER '{cluster}' AS
+SELECT
+    session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_5m_tokens, cache_write_1h_tokens,
+    if(api_calls > 0 AND unpriced_calls = api_calls, NULL, coalesce(priced_usd, 0)) AS cost_usd,
+    unpriced_calls, claude_cost_usd, models, first_at, last_at
+FROM
+(
+    SELECT
+        session_id,
+        argMinMerge(main) AS main_agent_team,
+        multiIf(
+            sum(main_calls) > 0, main_agent_team.1,
+            sum(calls) > 0, anyIf(parent_agent, is_usage AND parent_agent != ''),
+            anyIf(agent, NOT is_usage)
+        ) AS agent,
+        multiIf(
+            sum(main_calls) > 0, main_agent_team.2,
+            sum(calls) > 0, anyIf(team, is_usage),
+            anyIf(team, NOT is_usage)
+        ) AS team,
+        toUInt64(sum(calls)) AS api_calls,
+        toUInt64(sum(input)) AS input_tokens,
+        toUInt64(sum(output)) AS output_tokens,
+        toUInt64(sum(cache_read)) AS cache_read_tokens,
+        toUInt64(sum(cache_5m)) AS cache_write_5m_tokens,
+        toUInt64(sum(cache_1h)) AS cache_write_1h_tokens,
+        sumIf(priced, is_usage) AS priced_usd,
+        toUInt64(sum(unpriced)) AS unpriced_calls,
+        maxIf(claude_total, NOT is_usage) AS claude_cost_usd,
+        arraySort(groupUniqArrayIf(model, is_usage)) AS models,
+        if(sum(calls) > 0, minIf(first, is_usage), min(first)) AS first_at,
+        if(sum(calls) > 0, maxIf(last, is_usage), max(last)) AS last_at
+    FROM
+    (
+        SELECT
+            session_id, true AS is_usage, agent, parent_agent, team, model, sum(api_calls) AS calls,
+            sum(main_calls) AS main_calls, sum(input_tokens) AS input, sum(output_tokens) AS output,
+            sum(cache_read_tokens) AS cache_read, sum(cache_write_5m_tokens) AS cache_5m,
+            sum(cache_write_1h_tokens) AS cache_1h, sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced,
+            CAST(NULL AS Nullable(Float64)) AS claude_total, assumeNotNull(min(first_at)) AS first,
+            assumeNotNull(max(last_at)) AS last, argMinMergeState(main) AS main
+        FROM session_cost
+        GROUP BY session_id, agent, parent_agent, team, model
+        HAVING calls > 0
+        UNION ALL
+        SELECT
+            session_id, false AS is_usage, any(agent) AS agent, '' AS parent_agent, any(team) AS team,
+            '' AS model, 0 AS calls, 0 AS main_calls, 0 AS input, 0 AS output, 0 AS cache_read,
+            0 AS cache_5m, 0 AS cache_1h, 0 AS priced, 0 AS unpriced,
+            CAST(max(total_cost_usd) AS Nullable(Float64)) AS claude_total, min(timestamp) AS first,
+            max(timestamp) AS last, argMinStateIf(('', ''), (timestamp, ''), false) AS main
+        FROM cost_states FINAL
+        GROUP BY session_id
+    )
+    GROUP BY session_id
+);
+
+CREATE OR REPLACE VIEW agent_costs ON CLUSTER '{cluster}' AS
+SELECT
+    a.agent AS agent,
+    a.latest.1 AS team,
+    a.latest.2 AS parent_agent,
+    a.latest.3 AS agent_id,
+    a.latest.4 AS agent_type,
+    a.sessions AS sessions,
+    a.api_calls AS api_calls,
+    a.input_tokens AS input_tokens,
+    a.output_tokens AS output_tokens,
+    a.cache_read_tokens AS cache_read_tokens,
+    a.cache_write_5m_tokens AS cache_write_5m_tokens,
+    a.cache_write_1h_tokens AS cache_write_1h_tokens,
+    if(a.unpriced_calls = a.api_calls, NULL, coalesce(a.priced_usd, 0)) AS cost_usd,
+    a.unpriced_calls AS unpriced_calls,
+    a.models AS models,
+    a.first_at AS first_at,
+    a.last_at AS last_at,
+    coalesce(s.priced_usd, 0) AS subagents_cost_usd,
+    coalesce(a.priced_usd, 0) + coalesce(s.priced_usd, 0) AS cost_with_subagents_usd
+FROM
+(
+    SELECT
+        agent,
+        argMaxMerge(latest) AS latest,
+        uniqExactMerge(sessions) AS sessions,
+        toUInt64(sum(calls)) AS api_calls,
+        toUInt64(sum(input)) AS input_tokens,
+        toUInt64(sum(output)) AS output_tokens,
+        toUInt64(sum(cache_read)) AS cache_read_tokens,
+        toUInt64(sum(cache_5m)) AS cache_write_5m_tokens,
+        toUInt64(sum(cache_1h)) AS cache_write_1h_tokens,
+        sum(priced) AS priced_usd,
+        toUInt64(sum(unpriced)) AS unpriced_calls,
+        arraySort(groupUniqArray(model)) AS models,
+        min(first) AS first_at,
+        max(last) AS last_at
+    FROM
+    (
+        SELECT
+            agent, model, sum(api_calls) AS calls, sum(input_tokens) AS input, sum(output_tokens) AS output,
+            sum(cache_read_tokens) AS cache_read, sum(cache_write_5m_tokens) AS cache_5m,
+            sum(cache_write_1h_tokens) AS cache_1h, sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced,
+            assumeNotNull(min(first_at)) AS first, assumeNotNull(max(last_at)) AS last,
+            uniqExactMergeState(sessions) AS sessions, argMaxMergeState(latest) AS latest
+        FROM cost_hourly
+        GROUP BY hour, agent, parent_agent, team, model
+        HAVING calls > 0
+    )
+    GROUP BY agent
+) AS a
+LEFT JOIN
+(
+    SELECT toString(parent_agent) AS parent_agent, sum(priced_usd) AS priced_usd
+    FROM cost_hourly
+    WHERE parent_agent != ''
+    GROUP BY parent_agent
+) AS s ON s.parent_agent = toString(a.agent);
+
+CREATE OR REPLACE VIEW cost_daily ON CLUSTER '{cluster}' AS
+SELECT
+    day, team, model, sessions, agents, api_calls, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_5m_tokens, cache_write_1h_tokens,
+    if(unpriced_calls = api_calls, NULL, coalesce(priced_usd, 0)) AS cost_usd,
+    unpriced_calls
+FROM
+(
+    SELECT
+        toDate(hour) AS day,
+        team,
+        model,
+        uniqExactMerge(sessions) AS sessions,
+        uniqExact(agent) AS agents,
+        toUInt64(sum(calls)) AS api_calls,
+        toUInt64(sum(input)) AS input_tokens,
+        toUInt64(sum(output)) AS output_tokens,
+        toUInt64(sum(cache_read)) AS cache_read_tokens,
+        toUInt64(sum(cache_5m)) AS cache_write_5m_tokens,
+        toUInt64(sum(cache_1h)) AS cache_write_1h_tokens,
+        sum(priced) AS priced_usd,
+        toUInt64(sum(unpriced)) AS unpriced_calls
+    FROM
+    (
+        SELECT
+            hour, agent, team, model, sum(api_calls) AS calls, sum(input_tokens) AS input,
+            sum(output_tokens) AS output, sum(cache_read_tokens) AS cache_read,
+            sum(cache_write_5m_tokens) AS cache_5m, sum(cache_write_1h_tokens) AS cache_1h,
+            sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced, uniqExactMergeState(sessions) AS sessions
+        FROM cost_hourly
+        GROUP BY hour, agent, parent_agent, team, model
+        HAVING calls > 0
+    )
+    GROUP BY day, team, model
+);
+
+-- tool_calls_since(since = ...): the `tool_calls` columns for the calls that started at or after
+-- `since`, read from that window of `events` only (its primary key starts with the time), so its
+-- cost follows the window, not the history:
+--   SELECT * FROM tool_calls_since(since = now64(3) - INTERVAL 1 HOUR) WHERE status = 'error'
+-- A result is paired with its call when both are in the window (a result comes after its call);
+-- the results of calls started before `since` are left out, so no row is an orphan.
+CREATE OR REPLACE VIEW tool_calls_since ON CLUSTER '{cluster}' AS
+SELECT * FROM
+(
+    SELECT
+        session_id,
+        tool_use_id,
+        argMin(agent, (is_call = 0, timestamp, id)) AS agent,
+        argMin(team, (is_call = 0, timestamp, id)) AS team,
+        argMin(agent_id, (is_call = 0, timestamp, id)) AS agent_id,
+        argMin(host, (is_call = 0, timestamp, id)) AS host,
+        argMin(tool_name, (is_call = 0, timestamp, id)) AS tool,
+        argMin(text, (is_call = 0, timestamp, id)) AS text,
+        minOrNullIf(timestamp, is_call = 1) AS started,
+        maxOrNullIf(timestamp, is_call = 0) AS ended,
+        coalesce(
+            maxOrNullIf(payload_duration_ms, is_call = 0),
+            dateDiff('millisecond', started, ended)
+        ) AS duration_ms,
+        multiIf(
+            countIf(is_call = 1) = 0, 'orphan',
+            countIf(event = 'PermissionDenied') > 0, 'denied',
+            countIf(event = 'PostToolUseFailure' AND is_interrupt) > 0, 'interrupted',
+            countIf(event = 'PostToolUseFailure') > 0, 'error',
+            countIf(event = 'PostToolUse') > 0, 'ok',
+            'running'
+        ) AS status,
+        anyIf(failure_error, event = 'PostToolUseFailure') AS error
+    FROM
+    (
+        SELECT
+            tool_use_id, agent, team, session_id, agent_id, host, tool_name, text, timestamp, id, event,
+            toUInt8(event = 'PreToolUse') AS is_call,
+            if(event = 'PreToolUse', NULL, JSONExtract(data, 'duration_ms', 'Nullable(Int64)'))
+                AS payload_duration_ms,
+            if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
+            if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS failure_error
+        FROM events FINAL
+        WHERE timestamp >= {since:DateTime64(3, 'UTC')} AND tool_use_id != ''
+          AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
+    )
+    GROUP BY session_id, tool_use_id
+)
+WHERE started IS NOT NULL;

@@ -174,10 +174,32 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
                 f"CREATE MATERIALIZED VIEW IF NOT EXISTS {table}_mv {ON_CLUSTER} TO {table}_local AS",
             )
         ),
-        f"CREATE OR REPLACE VIEW sessions {ON_CLUSTER} AS",
-        f"CREATE OR REPLACE VIEW agents {ON_CLUSTER} AS",
-        f"CREATE OR REPLACE VIEW tool_stats {ON_CLUSTER} AS",
-        f"CREATE OR REPLACE VIEW team_edges {ON_CLUSTER} AS",
+        # The cost rollups: filled from the Null usage_in on every node, through their
+        # Distributed tables (sharded by their keys), like usage itself.
+        f"CREATE TABLE IF NOT EXISTS usage_in {ON_CLUSTER}",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS usage_in_mv {ON_CLUSTER} TO usage AS",
+        *(
+            line
+            for table in ("cost_hourly", "session_cost")
+            for line in (
+                f"CREATE TABLE IF NOT EXISTS {table}_local {ON_CLUSTER}",
+                f"CREATE TABLE IF NOT EXISTS {table} {ON_CLUSTER} AS {table}_local",
+                f"CREATE MATERIALIZED VIEW IF NOT EXISTS {table}_mv {ON_CLUSTER} TO {table} AS",
+            )
+        ),
+        *(
+            f"CREATE OR REPLACE VIEW {view} {ON_CLUSTER} AS"
+            for view in (
+                "sessions",
+                "agents",
+                "tool_stats",
+                "team_edges",
+                "session_costs",
+                "agent_costs",
+                "cost_daily",
+                "tool_calls_since",
+            )
+        ),  # fmt: skip
     ]
 
 
@@ -195,7 +217,7 @@ def test_the_output_splits_like_a_migration() -> None:
     assert (
         len(statements)
         == len(heads(text))
-        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 4 + 8
+        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 2 + 6 + 8 + 8
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -68,8 +68,9 @@ SHARDING_KEYS: Mapping[str, str] = {
     "session_seq_rollup": "cityHash64(session_id)",
     "agent_rollup": "cityHash64(agent)",
     "edge_hourly": "cityHash64(from_agent)",
-    # Filled through the Distributed table (its view reads the Null usage_in): one session, one shard.
-    "cost_hourly": "cityHash64(session_id)",
+    # Filled through their Distributed tables (their views read the Null usage_in).
+    "cost_hourly": "cityHash64(agent)",
+    "session_cost": "cityHash64(session_id)",
 }
 
 # MergeTree engines the generator replicates. All but MergeTree merge the rows of one sorting key

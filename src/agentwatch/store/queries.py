@@ -414,10 +414,8 @@ def cost_total(since: str = EPOCH) -> Query:
     rollup), and Claude Code's own totals of the sessions whose last cost-state is that recent."""
     return Query(
         f"SELECT *, {_COST_USD}, (SELECT sum(total_cost_usd) FROM cost_states FINAL "  # noqa: S608
-        "WHERE timestamp >= toStartOfHour({since:DateTime64(3, 'UTC')})) AS claude_cost_usd, "
-        "(SELECT count() FROM (SELECT session_id FROM cost_hourly "
-        f"WHERE {_COST_SINCE} GROUP BY session_id HAVING sum(api_calls) > 0)) AS sessions "
-        f"FROM (SELECT {_COST_SUMS} FROM cost_hourly WHERE {_COST_SINCE})",
+        "WHERE timestamp >= toStartOfHour({since:DateTime64(3, 'UTC')})) AS claude_cost_usd "
+        f"FROM (SELECT {_COST_SUMS}, uniqExactMerge(sessions) AS sessions FROM cost_hourly WHERE {_COST_SINCE})",
         {"since": since},
     )
 

@@ -256,14 +256,59 @@ SELECT
 FROM usage_in
 WHERE sign > 0;
 
--- cost_hourly: per UTC hour, session, agent (with its parent), team and model: API messages,
--- tokens and price. Sums are signed, so a replaced copy's row (sign -1) cancels its figures; the
--- views keep the keys whose api_calls add up to more than 0. `latest` (the agent's latest
--- message's team, parent, agent_id and type) and `main` (the session's first message of a main
--- agent) are taken from added rows only.
+-- The cost rollups. Their sums are signed, so a replaced copy's row (sign -1) cancels its figures;
+-- the views keep the keys whose api_calls add up to more than 0. The states (the latest message's
+-- fields, the first main-agent message, the sessions) take added rows only.
+
+-- cost_hourly: per UTC hour, agent (with its parent), team and model: API messages, tokens, their
+-- price, the sessions, the agent's latest message's team, parent, agent_id and type.
 CREATE TABLE IF NOT EXISTS cost_hourly
 (
     hour DateTime('UTC'),
+    agent LowCardinality(String),
+    parent_agent LowCardinality(String),
+    team LowCardinality(String),
+    model LowCardinality(String),
+    api_calls SimpleAggregateFunction(sum, Int64),
+    input_tokens SimpleAggregateFunction(sum, Int64),
+    output_tokens SimpleAggregateFunction(sum, Int64),
+    cache_read_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_5m_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_1h_tokens SimpleAggregateFunction(sum, Int64),
+    priced_usd SimpleAggregateFunction(sum, Float64),
+    unpriced_calls SimpleAggregateFunction(sum, Int64),
+    first_at SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
+    last_at SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
+    sessions AggregateFunction(uniqExact, String),
+    latest AggregateFunction(argMax, Tuple(String, String, String, String), Tuple(DateTime64(3, 'UTC'), String))
+)
+ENGINE = AggregatingMergeTree
+ORDER BY (hour, agent, parent_agent, team, model);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS cost_hourly_mv TO cost_hourly AS
+SELECT
+    toStartOfHour(timestamp) AS hour, agent, parent_agent, team, model,
+    sum(toInt64(sign)) AS api_calls,
+    sum(sign * toInt64(input_tokens)) AS input_tokens,
+    sum(sign * toInt64(output_tokens)) AS output_tokens,
+    sum(sign * toInt64(cache_read_tokens)) AS cache_read_tokens,
+    sum(sign * toInt64(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    sum(sign * toInt64(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(sign * assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    sumIf(toInt64(sign), cost_usd IS NULL) AS unpriced_calls,
+    minOrNullIf(timestamp, sign > 0) AS first_at,
+    maxOrNullIf(timestamp, sign > 0) AS last_at,
+    uniqExactStateIf(session_id, sign > 0) AS sessions,
+    argMaxStateIf(
+        (toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id), sign > 0
+    ) AS latest
+FROM usage_in
+GROUP BY hour, agent, parent_agent, team, model;
+
+-- session_cost: per session, agent (with its parent), team and model: the same figures, and the
+-- session's first message of a main agent (no agent_id), for session_costs.
+CREATE TABLE IF NOT EXISTS session_cost
+(
     session_id String,
     agent LowCardinality(String),
     parent_agent LowCardinality(String),
@@ -280,15 +325,14 @@ CREATE TABLE IF NOT EXISTS cost_hourly
     unpriced_calls SimpleAggregateFunction(sum, Int64),
     first_at SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
     last_at SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
-    latest AggregateFunction(argMax, Tuple(String, String, String, String), Tuple(DateTime64(3, 'UTC'), String)),
     main AggregateFunction(argMin, Tuple(String, String), Tuple(DateTime64(3, 'UTC'), String))
 )
 ENGINE = AggregatingMergeTree
-ORDER BY (hour, agent, session_id, parent_agent, team, model);
+ORDER BY (session_id, agent, parent_agent, team, model);
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS cost_hourly_mv TO cost_hourly AS
+CREATE MATERIALIZED VIEW IF NOT EXISTS session_cost_mv TO session_cost AS
 SELECT
-    toStartOfHour(timestamp) AS hour, session_id, agent, parent_agent, team, model,
+    session_id, agent, parent_agent, team, model,
     sum(toInt64(sign)) AS api_calls,
     sumIf(toInt64(sign), agent_id = '') AS main_calls,
     sum(sign * toInt64(input_tokens)) AS input_tokens,
@@ -300,12 +344,9 @@ SELECT
     sumIf(toInt64(sign), cost_usd IS NULL) AS unpriced_calls,
     minOrNullIf(timestamp, sign > 0) AS first_at,
     maxOrNullIf(timestamp, sign > 0) AS last_at,
-    argMaxStateIf(
-        (toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id), sign > 0
-    ) AS latest,
     argMinStateIf((toString(agent), toString(team)), (timestamp, message_id), sign > 0 AND agent_id = '') AS main
 FROM usage_in
-GROUP BY hour, session_id, agent, parent_agent, team, model;
+GROUP BY session_id, agent, parent_agent, team, model;
 
 -- The documented views keep their names and columns, and now read the rollups.
 CREATE OR REPLACE VIEW sessions AS
@@ -430,7 +471,8 @@ FROM edge_hourly
 GROUP BY team, from_agent, to_agent;
 
 -- The cost views keep their names and columns (006_usage.sql says what each means), and now read
--- cost_hourly: first its rows summed per key, the keys whose messages were all replaced left out.
+-- the cost rollups: first their rows summed per key, the keys whose messages were all replaced
+-- left out.
 CREATE OR REPLACE VIEW session_costs AS
 SELECT
     session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens,
@@ -473,8 +515,8 @@ FROM
             sum(cache_write_1h_tokens) AS cache_1h, sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced,
             CAST(NULL AS Nullable(Float64)) AS claude_total, assumeNotNull(min(first_at)) AS first,
             assumeNotNull(max(last_at)) AS last, argMinMergeState(main) AS main
-        FROM cost_hourly
-        GROUP BY hour, session_id, agent, parent_agent, team, model
+        FROM session_cost
+        GROUP BY session_id, agent, parent_agent, team, model
         HAVING calls > 0
         UNION ALL
         SELECT
@@ -515,7 +557,7 @@ FROM
     SELECT
         agent,
         argMaxMerge(latest) AS latest,
-        uniqExact(session_id) AS sessions,
+        uniqExactMerge(sessions) AS sessions,
         toUInt64(sum(calls)) AS api_calls,
         toUInt64(sum(input)) AS input_tokens,
         toUInt64(sum(output)) AS output_tokens,
@@ -530,13 +572,13 @@ FROM
     FROM
     (
         SELECT
-            agent, session_id, model, sum(api_calls) AS calls, sum(input_tokens) AS input,
-            sum(output_tokens) AS output, sum(cache_read_tokens) AS cache_read,
-            sum(cache_write_5m_tokens) AS cache_5m, sum(cache_write_1h_tokens) AS cache_1h,
-            sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced, assumeNotNull(min(first_at)) AS first,
-            assumeNotNull(max(last_at)) AS last, argMaxMergeState(latest) AS latest
+            agent, model, sum(api_calls) AS calls, sum(input_tokens) AS input, sum(output_tokens) AS output,
+            sum(cache_read_tokens) AS cache_read, sum(cache_write_5m_tokens) AS cache_5m,
+            sum(cache_write_1h_tokens) AS cache_1h, sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced,
+            assumeNotNull(min(first_at)) AS first, assumeNotNull(max(last_at)) AS last,
+            uniqExactMergeState(sessions) AS sessions, argMaxMergeState(latest) AS latest
         FROM cost_hourly
-        GROUP BY hour, session_id, agent, parent_agent, team, model
+        GROUP BY hour, agent, parent_agent, team, model
         HAVING calls > 0
     )
     GROUP BY agent
@@ -561,7 +603,7 @@ FROM
         toDate(hour) AS day,
         team,
         model,
-        uniqExact(session_id) AS sessions,
+        uniqExactMerge(sessions) AS sessions,
         uniqExact(agent) AS agents,
         toUInt64(sum(calls)) AS api_calls,
         toUInt64(sum(input)) AS input_tokens,
@@ -574,12 +616,12 @@ FROM
     FROM
     (
         SELECT
-            hour, session_id, agent, team, model, sum(api_calls) AS calls, sum(input_tokens) AS input,
+            hour, agent, team, model, sum(api_calls) AS calls, sum(input_tokens) AS input,
             sum(output_tokens) AS output, sum(cache_read_tokens) AS cache_read,
             sum(cache_write_5m_tokens) AS cache_5m, sum(cache_write_1h_tokens) AS cache_1h,
-            sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced
+            sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced, uniqExactMergeState(sessions) AS sessions
         FROM cost_hourly
-        GROUP BY hour, session_id, agent, parent_agent, team, model
+        GROUP BY hour, agent, parent_agent, team, model
         HAVING calls > 0
     )
     GROUP BY day, team, model
@@ -741,7 +783,26 @@ GROUP BY hour, team, from_agent, to_agent;
 
 INSERT INTO cost_hourly
 SELECT
-    toStartOfHour(timestamp) AS hour, session_id, agent, parent_agent, team, model,
+    toStartOfHour(timestamp) AS hour, agent, parent_agent, team, model,
+    toInt64(count()) AS api_calls,
+    toInt64(sum(input_tokens)) AS input_tokens,
+    toInt64(sum(output_tokens)) AS output_tokens,
+    toInt64(sum(cache_read_tokens)) AS cache_read_tokens,
+    toInt64(sum(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    toInt64(sum(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    toInt64(countIf(cost_usd IS NULL)) AS unpriced_calls,
+    minOrNull(timestamp) AS first_at,
+    maxOrNull(timestamp) AS last_at,
+    uniqExactState(session_id) AS sessions,
+    argMaxState((toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id))
+        AS latest
+FROM usage FINAL
+GROUP BY hour, agent, parent_agent, team, model;
+
+INSERT INTO session_cost
+SELECT
+    session_id, agent, parent_agent, team, model,
     toInt64(count()) AS api_calls,
     toInt64(countIf(agent_id = '')) AS main_calls,
     toInt64(sum(input_tokens)) AS input_tokens,
@@ -753,8 +814,6 @@ SELECT
     toInt64(countIf(cost_usd IS NULL)) AS unpriced_calls,
     minOrNull(timestamp) AS first_at,
     maxOrNull(timestamp) AS last_at,
-    argMaxState((toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id))
-        AS latest,
     argMinStateIf((toString(agent), toString(team)), (timestamp, message_id), agent_id = '') AS main
 FROM usage FINAL
-GROUP BY hour, session_id, agent, parent_agent, team, model;
+GROUP BY session_id, agent, parent_agent, team, model;
