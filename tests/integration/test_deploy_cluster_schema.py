@@ -138,8 +138,8 @@ def test_cluster_views_are_the_single_node_views() -> None:
     }
     assert set(views) == {
         "message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage",
-        "session_costs", "agent_costs", "cost_daily", "open_alerts", "tool_stats", "team_edges", "event_ids_events_mv",
-        "event_ids_messages_mv", "usage_in_mv", "tool_calls_since",
+        "session_costs", "agent_costs", "cost_daily", "open_alerts", "tool_stats", "team_edges",
+        "event_ids_events_mv", "event_ids_messages_mv", "usage_in_mv", "tool_calls_since",
         *(f"{table}_mv" for table in ROLLUP_TABLES if table != "event_ids"),
     }  # fmt: skip
     assert cluster == views

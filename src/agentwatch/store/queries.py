@@ -415,7 +415,8 @@ def cost_total(since: str = EPOCH) -> Query:
     return Query(
         f"SELECT *, {_COST_USD}, (SELECT sum(total_cost_usd) FROM cost_states FINAL "  # noqa: S608
         "WHERE timestamp >= toStartOfHour({since:DateTime64(3, 'UTC')})) AS claude_cost_usd "
-        f"FROM (SELECT {_COST_SUMS}, uniqExactMerge(sessions) AS sessions FROM cost_hourly WHERE {_COST_SINCE})",
+        f"FROM (SELECT {_COST_SUMS}, uniqExactMerge(sessions) AS sessions "
+        f"FROM cost_hourly WHERE {_COST_SINCE})",
         {"since": since},
     )
 

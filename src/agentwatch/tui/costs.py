@@ -1,6 +1,6 @@
 """What the agents cost, as the dashboard shows it: per agent (its own, and with its subagents),
-per team, and since the start of the previous hour. No Textual here: the app asks the store (queries.DASHBOARD_COSTS),
-hands the rows in, and reads cells and status-line words back.
+per team, and since the start of the previous hour. No Textual here: the app asks the store
+(queries.DASHBOARD_COSTS), hands the rows in, and reads cells and status-line words back.
 
 The dollars come from the store, which prices the token usage the hooks read from Claude Code's
 transcripts; the dashboard asks again every few seconds, and soon after usage arrives on the bus.
