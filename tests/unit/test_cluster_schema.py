@@ -121,7 +121,8 @@ COVERAGE_COLUMNS = (
 
 # The views 009_rollups.sql (re)defines, in its order.
 LATER_VIEWS = (
-    "sessions", "agents", "tool_stats", "team_edges", "session_costs", "agent_costs", "cost_daily", "tool_calls_since",
+    "sessions", "agents", "tool_stats", "team_edges", "session_costs", "agent_costs", "cost_daily",
+    "tool_calls_since",
 )  # fmt: skip
 ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
