@@ -119,7 +119,10 @@ ROLLUP_TABLES = (
     "agent_rollup",
     "edge_hourly",
     "cost_hourly",
+    "cost_by_agent",
+    "cost_by_day",
     "session_cost",
+    "call_events",
 )
 
 

@@ -197,6 +197,11 @@ def cost_answers(client: Client, view: str, key: str) -> list[tuple[Any, ...]]:
     ]
 
 
+def rounded(client: Client, query: queries.Query) -> list[tuple[Any, ...]]:
+    result = client.query(query.sql, parameters=query.params)
+    return [tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in result.result_rows]
+
+
 def assert_costs_match_raw(client: Client) -> None:
     for name, key in _COST_VIEWS.items():
         client.command(raw_cost_view(name))
@@ -244,6 +249,10 @@ def test_cost_views_read_the_rollup_and_answer_what_usage_final_answers(chdb_dat
     # After the merge: smaller copies again (left out), and larger ones of some (replacing).
     insert_usage(chdb_database, UsageRows(found.usage[::2] + bigger(found.usage[::5], 11), [], []))
     assert_costs_match_raw(chdb_database)
+    # Over all time the per-agent and per-day rollups answer, since a time the hourly one: the same.
+    for by in ("agent", "team", "model", "day"):
+        whole, since = queries.cost(by), queries.cost(by, since="2000-01-01 00:00:00.000")
+        assert rounded(chdb_database, whole) == rounded(chdb_database, since), by
     totals = queries.cost_total()
     got = chdb_database.query(totals.sql, parameters=totals.params).named_results().__next__()
     raw = (

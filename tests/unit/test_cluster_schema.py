@@ -122,7 +122,6 @@ COVERAGE_COLUMNS = (
 # The views 009_rollups.sql (re)defines, in its order.
 LATER_VIEWS = (
     "sessions", "agents", "tool_stats", "team_edges", "session_costs", "agent_costs", "cost_daily",
-    "tool_calls_since",
 )  # fmt: skip
 ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
@@ -185,7 +184,7 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS usage_in_mv {ON_CLUSTER} TO usage AS",
         *(
             line
-            for table in ("cost_hourly", "session_cost")
+            for table in ("cost_hourly", "cost_by_agent", "cost_by_day", "session_cost")
             for line in (
                 f"CREATE TABLE IF NOT EXISTS {table}_local {ON_CLUSTER}",
                 f"CREATE TABLE IF NOT EXISTS {table} {ON_CLUSTER} AS {table}_local",
@@ -193,6 +192,11 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
             )
         ),
         *(f"CREATE OR REPLACE VIEW {view} {ON_CLUSTER} AS" for view in LATER_VIEWS),
+        # call_events: a narrow copy of the tool-call events, per shard like the rollups.
+        f"CREATE TABLE IF NOT EXISTS call_events_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS call_events {ON_CLUSTER} AS call_events_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS call_events_mv {ON_CLUSTER} TO call_events_local AS",
+        f"CREATE OR REPLACE VIEW tool_calls_since {ON_CLUSTER} AS",
     ]
 
 
@@ -210,7 +214,7 @@ def test_the_output_splits_like_a_migration() -> None:
     assert (
         len(statements)
         == len(heads(text))
-        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 2 + 6 + 8 + 8
+        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 2 + 12 + 7 + 4 + 8
     )
     assert all(ON_CLUSTER in s for s in statements)
 

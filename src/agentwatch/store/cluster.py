@@ -68,9 +68,12 @@ SHARDING_KEYS: Mapping[str, str] = {
     "session_seq_rollup": "cityHash64(session_id)",
     "agent_rollup": "cityHash64(agent)",
     "edge_hourly": "cityHash64(from_agent)",
+    "call_events": "cityHash64(id)",
     # Filled through their Distributed tables (their views read the Null usage_in).
     "cost_hourly": "cityHash64(agent)",
     "session_cost": "cityHash64(session_id)",
+    "cost_by_agent": "cityHash64(agent)",
+    "cost_by_day": "cityHash64(team)",
 }
 
 # MergeTree engines the generator replicates. All but MergeTree merge the rows of one sorting key

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 SCHEMA_DIR: Traversable = files("agentwatch.store").joinpath("schema")
 
 MIGRATIONS_TABLE = "schema_migrations"
-# Tables whose rows expire after the retention period (apply_migrations / set_retention).
-RETENTION_TABLES: tuple[str, ...] = ("events", "messages")
+# Tables whose rows expire after the retention period (apply_migrations / set_retention): the
+# raw events and messages, and call_events (009), the narrow copy of the tool-call events.
+RETENTION_TABLES: tuple[str, ...] = ("events", "messages", "call_events")
 
 # Created before anything else: it records which files were applied. ReplacingMergeTree on
 # version, so two processes applying the same file at once still leave one row per version.

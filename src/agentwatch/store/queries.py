@@ -380,15 +380,24 @@ _COST_GROUPS: dict[str, tuple[str, str, str]] = {
     ),
     "team": ("team", "team", "cost_usd DESC NULLS LAST, team"),
     "model": ("model", "model", "cost_usd DESC NULLS LAST, model"),
-    "day": ("toDate(hour) AS day", "day", "day DESC"),
+    "day": ("{day} AS day", "day", "day DESC"),
 }
+
+
+def _cost_source(by: str, since: str) -> tuple[str, str, str]:
+    """(rollup, WHERE clause, day expression) for a cost question: over all time, the rollups
+    without a time in their key (per agent, team and model; per day), whose rows do not grow with
+    the history; since a time, cost_hourly from that time's hour."""
+    if since != EPOCH:
+        return "cost_hourly", f"WHERE {_COST_SINCE} ", "toDate(hour)"
+    return ("cost_by_day" if by == "day" else "cost_by_agent"), "", "day"
 
 
 def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
     """Tokens and cost per `by` (one of COST_BY) of the API messages from the UTC hour that holds
-    `since` (`YYYY-MM-DD hh:mm:ss.sss`), read from the cost_hourly rollup. Per session: whole
-    sessions whose last message is since then, from the session_costs view, with Claude Code's own
-    total beside."""
+    `since` (`YYYY-MM-DD hh:mm:ss.sss`), read from the cost rollups. Per session: whole sessions
+    whose last message is since then, from the session_costs view, with Claude Code's own total
+    beside."""
     if by not in COST_BY:
         raise ValueError(f"cost by {by!r}: one of {', '.join(COST_BY)}")
     params = {"since": since, "limit": int(limit)}
@@ -401,22 +410,23 @@ def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
             params,
         )
     keys, group, order = _COST_GROUPS[by]
-    # `keys`, `group` and `order` are fixed texts chosen by `by`; the values are parameters.
+    table, where, day = _cost_source(by, since)
+    # The texts are fixed, chosen by `by` and by whether `since` is given; values are parameters.
     return Query(
-        f"SELECT *, {_COST_USD} FROM (SELECT {keys}, {_COST_SUMS} FROM cost_hourly "  # noqa: S608
-        f"WHERE {_COST_SINCE} GROUP BY {group} HAVING api_calls > 0) ORDER BY {order} LIMIT {{limit:UInt32}}",
+        f"SELECT *, {_COST_USD} FROM (SELECT {keys.format(day=day)}, {_COST_SUMS} FROM {table} "  # noqa: S608
+        f"{where}GROUP BY {group} HAVING api_calls > 0) ORDER BY {order} LIMIT {{limit:UInt32}}",
         params,
     )
 
 
 def cost_total(since: str = EPOCH) -> Query:
-    """The totals of the API messages from the UTC hour that holds `since` (the cost_hourly
-    rollup), and Claude Code's own totals of the sessions whose last cost-state is that recent."""
+    """The totals of the API messages from the UTC hour that holds `since` (the cost rollups),
+    and Claude Code's own totals of the sessions whose last cost-state is that recent."""
+    table, where, _ = _cost_source("total", since)
     return Query(
         f"SELECT *, {_COST_USD}, (SELECT sum(total_cost_usd) FROM cost_states FINAL "  # noqa: S608
         "WHERE timestamp >= toStartOfHour({since:DateTime64(3, 'UTC')})) AS claude_cost_usd "
-        f"FROM (SELECT {_COST_SUMS}, uniqExactMerge(sessions) AS sessions "
-        f"FROM cost_hourly WHERE {_COST_SINCE})",
+        f"FROM (SELECT {_COST_SUMS}, uniqExactMerge(sessions) AS sessions FROM {table} {where})",
         {"since": since},
     )
 
@@ -424,8 +434,8 @@ def cost_total(since: str = EPOCH) -> Query:
 # --- the dashboard's costs ----------------------------------------------------------------------
 
 # Per agent (its own, and with its subagents), per team, and the current and previous UTC hour:
-# what the roster, the team view and the status line show. One reply, three kinds of row, all
-# from the cost_hourly rollup (its signed sums need no per-key step here). The hour row's name is
+# what the roster, the team view and the status line show. One reply, three kinds of row, from
+# the cost rollups (their signed sums need no per-key step here). The hour row's name is
 # the start of its window (UTC).
 _TOKENS = (
     "sum(input_tokens) + sum(output_tokens) + sum(cache_read_tokens) + sum(cache_write_5m_tokens) "
@@ -437,13 +447,13 @@ DASHBOARD_COSTS = Query(
     "SELECT 'agent' AS what, toString(a.agent) AS name, a.usd AS usd, "  # noqa: S608
     "if(a.usd IS NULL AND s.usd = 0, NULL, coalesce(a.usd, 0) + s.usd) AS usd_with_subagents, "
     "a.tokens AS tokens, a.unpriced AS unpriced FROM "
-    f"(SELECT agent, {_PRICE} AS usd, {_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced FROM cost_hourly "
-    "GROUP BY agent HAVING sum(api_calls) > 0) AS a "
-    "LEFT JOIN (SELECT toString(parent_agent) AS parent, sum(priced_usd) AS usd FROM cost_hourly "
+    f"(SELECT agent, {_PRICE} AS usd, {_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced "
+    "FROM cost_by_agent GROUP BY agent HAVING sum(api_calls) > 0) AS a "
+    "LEFT JOIN (SELECT toString(parent_agent) AS parent, sum(priced_usd) AS usd FROM cost_by_agent "
     "WHERE parent_agent != '' GROUP BY parent) AS s ON s.parent = toString(a.agent) "
     "UNION ALL "
     f"SELECT 'team' AS what, toString(team) AS name, {_PRICE} AS usd, {_PRICE} AS usd_with_subagents, "
-    f"{_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced FROM cost_hourly WHERE team != '' GROUP BY team "
+    f"{_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced FROM cost_by_agent WHERE team != '' GROUP BY team "
     "HAVING sum(api_calls) > 0 "
     "UNION ALL "
     "SELECT 'hour' AS what, toString(toStartOfHour(now() - INTERVAL 1 HOUR)) AS name, "

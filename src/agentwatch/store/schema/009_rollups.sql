@@ -305,6 +305,86 @@ SELECT
 FROM usage_in
 GROUP BY hour, agent, parent_agent, team, model;
 
+-- cost_by_agent: per agent (with its parent), team and model, over all time: what agent_costs
+-- and the dashboard's roster read (its rows do not grow with the history, only with the agents).
+CREATE TABLE IF NOT EXISTS cost_by_agent
+(
+    agent LowCardinality(String),
+    parent_agent LowCardinality(String),
+    team LowCardinality(String),
+    model LowCardinality(String),
+    api_calls SimpleAggregateFunction(sum, Int64),
+    input_tokens SimpleAggregateFunction(sum, Int64),
+    output_tokens SimpleAggregateFunction(sum, Int64),
+    cache_read_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_5m_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_1h_tokens SimpleAggregateFunction(sum, Int64),
+    priced_usd SimpleAggregateFunction(sum, Float64),
+    unpriced_calls SimpleAggregateFunction(sum, Int64),
+    first_at SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
+    last_at SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
+    sessions AggregateFunction(uniqExact, String),
+    latest AggregateFunction(argMax, Tuple(String, String, String, String), Tuple(DateTime64(3, 'UTC'), String))
+)
+ENGINE = AggregatingMergeTree
+ORDER BY (agent, parent_agent, team, model);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS cost_by_agent_mv TO cost_by_agent AS
+SELECT
+    agent, parent_agent, team, model,
+    sum(toInt64(sign)) AS api_calls,
+    sum(sign * toInt64(input_tokens)) AS input_tokens,
+    sum(sign * toInt64(output_tokens)) AS output_tokens,
+    sum(sign * toInt64(cache_read_tokens)) AS cache_read_tokens,
+    sum(sign * toInt64(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    sum(sign * toInt64(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(sign * assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    sumIf(toInt64(sign), cost_usd IS NULL) AS unpriced_calls,
+    minOrNullIf(timestamp, sign > 0) AS first_at,
+    maxOrNullIf(timestamp, sign > 0) AS last_at,
+    uniqExactStateIf(session_id, sign > 0) AS sessions,
+    argMaxStateIf(
+        (toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id), sign > 0
+    ) AS latest
+FROM usage_in
+GROUP BY agent, parent_agent, team, model;
+
+-- cost_by_day: per UTC day, team and model: what cost_daily reads.
+CREATE TABLE IF NOT EXISTS cost_by_day
+(
+    day Date,
+    team LowCardinality(String),
+    model LowCardinality(String),
+    api_calls SimpleAggregateFunction(sum, Int64),
+    input_tokens SimpleAggregateFunction(sum, Int64),
+    output_tokens SimpleAggregateFunction(sum, Int64),
+    cache_read_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_5m_tokens SimpleAggregateFunction(sum, Int64),
+    cache_write_1h_tokens SimpleAggregateFunction(sum, Int64),
+    priced_usd SimpleAggregateFunction(sum, Float64),
+    unpriced_calls SimpleAggregateFunction(sum, Int64),
+    sessions AggregateFunction(uniqExact, String),
+    agents AggregateFunction(uniqExact, String)
+)
+ENGINE = AggregatingMergeTree
+ORDER BY (day, team, model);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS cost_by_day_mv TO cost_by_day AS
+SELECT
+    toDate(timestamp) AS day, team, model,
+    sum(toInt64(sign)) AS api_calls,
+    sum(sign * toInt64(input_tokens)) AS input_tokens,
+    sum(sign * toInt64(output_tokens)) AS output_tokens,
+    sum(sign * toInt64(cache_read_tokens)) AS cache_read_tokens,
+    sum(sign * toInt64(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    sum(sign * toInt64(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(sign * assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    sumIf(toInt64(sign), cost_usd IS NULL) AS unpriced_calls,
+    uniqExactStateIf(session_id, sign > 0) AS sessions,
+    uniqExactStateIf(toString(agent), sign > 0) AS agents
+FROM usage_in
+GROUP BY day, team, model;
+
 -- session_cost: per session, agent (with its parent), team and model: the same figures, and the
 -- session's first message of a main agent (no agent_id), for session_costs.
 CREATE TABLE IF NOT EXISTS session_cost
@@ -577,8 +657,8 @@ FROM
             sum(cache_write_1h_tokens) AS cache_1h, sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced,
             assumeNotNull(min(first_at)) AS first, assumeNotNull(max(last_at)) AS last,
             uniqExactMergeState(sessions) AS sessions, argMaxMergeState(latest) AS latest
-        FROM cost_hourly
-        GROUP BY hour, agent, parent_agent, team, model
+        FROM cost_by_agent
+        GROUP BY agent, parent_agent, team, model
         HAVING calls > 0
     )
     GROUP BY agent
@@ -586,7 +666,7 @@ FROM
 LEFT JOIN
 (
     SELECT toString(parent_agent) AS parent_agent, sum(priced_usd) AS priced_usd
-    FROM cost_hourly
+    FROM cost_by_agent
     WHERE parent_agent != ''
     GROUP BY parent_agent
 ) AS s ON s.parent_agent = toString(a.agent);
@@ -600,57 +680,78 @@ SELECT
 FROM
 (
     SELECT
-        toDate(hour) AS day,
+        day,
         team,
         model,
         uniqExactMerge(sessions) AS sessions,
-        uniqExact(agent) AS agents,
-        toUInt64(sum(calls)) AS api_calls,
-        toUInt64(sum(input)) AS input_tokens,
-        toUInt64(sum(output)) AS output_tokens,
-        toUInt64(sum(cache_read)) AS cache_read_tokens,
-        toUInt64(sum(cache_5m)) AS cache_write_5m_tokens,
-        toUInt64(sum(cache_1h)) AS cache_write_1h_tokens,
-        sum(priced) AS priced_usd,
-        toUInt64(sum(unpriced)) AS unpriced_calls
-    FROM
-    (
-        SELECT
-            hour, agent, team, model, sum(api_calls) AS calls, sum(input_tokens) AS input,
-            sum(output_tokens) AS output, sum(cache_read_tokens) AS cache_read,
-            sum(cache_write_5m_tokens) AS cache_5m, sum(cache_write_1h_tokens) AS cache_1h,
-            sum(priced_usd) AS priced, sum(unpriced_calls) AS unpriced, uniqExactMergeState(sessions) AS sessions
-        FROM cost_hourly
-        GROUP BY hour, agent, parent_agent, team, model
-        HAVING calls > 0
-    )
+        uniqExactMerge(agents) AS agents,
+        toUInt64(sum(api_calls)) AS api_calls,
+        toUInt64(sum(input_tokens)) AS input_tokens,
+        toUInt64(sum(output_tokens)) AS output_tokens,
+        toUInt64(sum(cache_read_tokens)) AS cache_read_tokens,
+        toUInt64(sum(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+        toUInt64(sum(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+        sum(priced_usd) AS priced_usd,
+        toUInt64(sum(unpriced_calls)) AS unpriced_calls
+    FROM cost_by_day
     GROUP BY day, team, model
+    HAVING api_calls > 0
 );
 
+-- call_events: the tool-call events of `events` (calls, results, denials), narrow, with the
+-- payload fields the pairing needs read out at insert time, ordered by time: what
+-- tool_calls_since reads. Like the rollups, it never sees a redelivered event (the writer keeps
+-- them out); the pairing's aggregates give the same answer for a row seen twice anyway. Its rows
+-- expire with the events' (RETENTION_TABLES).
+CREATE TABLE IF NOT EXISTS call_events
+(
+    timestamp DateTime64(3, 'UTC'),
+    id String,
+    session_id String,
+    tool_use_id String,
+    event LowCardinality(String),
+    agent LowCardinality(String),
+    team LowCardinality(String),
+    agent_id String,
+    host LowCardinality(String),
+    tool_name LowCardinality(String),
+    text String,
+    duration_ms Nullable(Int64),
+    is_interrupt Bool,
+    error String
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(timestamp)
+ORDER BY (timestamp, id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS call_events_mv TO call_events AS
+SELECT
+    timestamp, id, session_id, tool_use_id, event, agent, team, agent_id, host, tool_name, text,
+    if(event = 'PreToolUse', NULL, duration_ms) AS duration_ms,
+    if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
+    if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS error
+FROM events
+WHERE tool_use_id != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied');
+
 -- tool_calls_since(since = ...): the `tool_calls` columns for the calls that started at or after
--- `since`, read from that window of `events` only (its primary key starts with the time), so its
--- cost follows the window, not the history:
+-- `since`, paired from that window of call_events only (ordered by time), so its cost follows
+-- the window, not the history:
 --   SELECT * FROM tool_calls_since(since = now64(3) - INTERVAL 1 HOUR) WHERE status = 'error'
 -- A result is paired with its call when both are in the window (a result comes after its call);
 -- the results of calls started before `since` are left out, so no row is an orphan.
 CREATE OR REPLACE VIEW tool_calls_since AS
-SELECT * FROM
+SELECT
+    session_id, tool_use_id, who.1 AS agent, who.2 AS team, who.3 AS agent_id, who.4 AS host, who.5 AS tool,
+    who.6 AS text, started, ended, duration_ms, status, error
+FROM
 (
     SELECT
         session_id,
         tool_use_id,
-        argMin(agent, (is_call = 0, timestamp, id)) AS agent,
-        argMin(team, (is_call = 0, timestamp, id)) AS team,
-        argMin(agent_id, (is_call = 0, timestamp, id)) AS agent_id,
-        argMin(host, (is_call = 0, timestamp, id)) AS host,
-        argMin(tool_name, (is_call = 0, timestamp, id)) AS tool,
-        argMin(text, (is_call = 0, timestamp, id)) AS text,
+        argMin((agent, team, agent_id, host, tool_name, text), (is_call = 0, timestamp, id)) AS who,
         minOrNullIf(timestamp, is_call = 1) AS started,
         maxOrNullIf(timestamp, is_call = 0) AS ended,
-        coalesce(
-            maxOrNullIf(payload_duration_ms, is_call = 0),
-            dateDiff('millisecond', started, ended)
-        ) AS duration_ms,
+        coalesce(maxOrNullIf(duration_ms, is_call = 0), dateDiff('millisecond', started, ended)) AS duration_ms,
         multiIf(
             countIf(is_call = 1) = 0, 'orphan',
             countIf(event = 'PermissionDenied') > 0, 'denied',
@@ -659,19 +760,14 @@ SELECT * FROM
             countIf(event = 'PostToolUse') > 0, 'ok',
             'running'
         ) AS status,
-        anyIf(failure_error, event = 'PostToolUseFailure') AS error
+        anyIf(error, event = 'PostToolUseFailure') AS error
     FROM
     (
         SELECT
-            tool_use_id, agent, team, session_id, agent_id, host, tool_name, text, timestamp, id, event,
-            toUInt8(event = 'PreToolUse') AS is_call,
-            if(event = 'PreToolUse', NULL, JSONExtract(data, 'duration_ms', 'Nullable(Int64)'))
-                AS payload_duration_ms,
-            if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
-            if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS failure_error
-        FROM events FINAL
-        WHERE timestamp >= {since:DateTime64(3, 'UTC')} AND tool_use_id != ''
-          AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
+            session_id, tool_use_id, agent, team, agent_id, host, tool_name, text, timestamp, id, event,
+            toUInt8(event = 'PreToolUse') AS is_call, duration_ms, is_interrupt, error
+        FROM call_events
+        WHERE timestamp >= {since:DateTime64(3, 'UTC')}
     )
     GROUP BY session_id, tool_use_id
 )
@@ -817,3 +913,47 @@ SELECT
     argMinStateIf((toString(agent), toString(team)), (timestamp, message_id), agent_id = '') AS main
 FROM usage FINAL
 GROUP BY session_id, agent, parent_agent, team, model;
+
+INSERT INTO call_events
+SELECT
+    timestamp, id, session_id, tool_use_id, event, agent, team, agent_id, host, tool_name, text,
+    if(event = 'PreToolUse', NULL, duration_ms) AS duration_ms,
+    if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
+    if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS error
+FROM events FINAL
+WHERE tool_use_id != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied');
+
+INSERT INTO cost_by_agent
+SELECT
+    agent, parent_agent, team, model,
+    toInt64(count()) AS api_calls,
+    toInt64(sum(input_tokens)) AS input_tokens,
+    toInt64(sum(output_tokens)) AS output_tokens,
+    toInt64(sum(cache_read_tokens)) AS cache_read_tokens,
+    toInt64(sum(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    toInt64(sum(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    toInt64(countIf(cost_usd IS NULL)) AS unpriced_calls,
+    minOrNull(timestamp) AS first_at,
+    maxOrNull(timestamp) AS last_at,
+    uniqExactState(session_id) AS sessions,
+    argMaxState((toString(team), toString(parent_agent), agent_id, toString(agent_type)), (timestamp, message_id))
+        AS latest
+FROM usage FINAL
+GROUP BY agent, parent_agent, team, model;
+
+INSERT INTO cost_by_day
+SELECT
+    toDate(timestamp) AS day, team, model,
+    toInt64(count()) AS api_calls,
+    toInt64(sum(input_tokens)) AS input_tokens,
+    toInt64(sum(output_tokens)) AS output_tokens,
+    toInt64(sum(cache_read_tokens)) AS cache_read_tokens,
+    toInt64(sum(cache_write_5m_tokens)) AS cache_write_5m_tokens,
+    toInt64(sum(cache_write_1h_tokens)) AS cache_write_1h_tokens,
+    sumIf(assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced_usd,
+    toInt64(countIf(cost_usd IS NULL)) AS unpriced_calls,
+    uniqExactState(session_id) AS sessions,
+    uniqExactState(toString(agent)) AS agents
+FROM usage FINAL
+GROUP BY day, team, model;
