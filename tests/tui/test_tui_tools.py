@@ -21,7 +21,13 @@ from agentwatch.store import queries
 from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.queries import SESSIONS_LIMIT, Query
 from agentwatch.store.writes import insert_batch
-from agentwatch.tui.tools_rows import WINDOW_ORDER, sessions_query, tools_query
+from agentwatch.tui.tools_rows import (
+    WINDOW_ORDER,
+    session_details,
+    sessions_query,
+    tools_query,
+    window_seconds,
+)
 from agentwatch.tui.tools_view import ToolsScreen
 
 # The dashboard's own stylesheet: the view's styles are there, not in the screen.
@@ -198,8 +204,12 @@ EXPECTED_SESSIONS = {
 
 @pytest.mark.parametrize("window", WINDOW_ORDER)
 def test_sessions_per_window(store: Client, window: str) -> None:
-    got = run(store, sessions_query(window))
+    ids = [row["session_id"] for row in run(store, sessions_query(window))]
+    got = run(store, session_details(ids)) if ids else []
     assert [tuple(row[k] for k in SESSION_KEYS) for row in got] == EXPECTED_SESSIONS[window]
+    at_once = run(store, queries.active_sessions(window_seconds(window)))
+    without_clock = [{k: v for k, v in row.items() if k != "seen_s"} for row in got]
+    assert without_clock == [{k: v for k, v in row.items() if k != "seen_s"} for row in at_once]
     seen = {row["session_id"]: row["seen_s"] for row in got}
     assert 55 <= seen[RUNNING] <= 120, "seconds since the running session's latest event"
     assert sessions_query(window).params == {
@@ -263,6 +273,10 @@ SESSION_ROWS = [
 ]  # fmt: skip
 
 
+# The dashboard's second question: the rows of the sessions the first one named.
+DETAILS = session_details([row[0] for row in SESSION_ROWS])
+
+
 class FakeStore:
     """Answers the two queries of the screen with fixed rows; can be made unreachable or failing."""
 
@@ -284,7 +298,9 @@ class FakeStore:
             return {"error": self.error}
         if "FROM tool_hourly" in sql:
             return {"columns": TOOL_COLUMNS, "rows": TOOL_ROWS}
-        assert "FROM sessions" in sql
+        if "FROM sessions" not in sql:  # the first question: the newest ids
+            assert "FROM session_rollup" in sql, sql
+            return {"columns": ["session_id"], "rows": [[row[0]] for row in SESSION_ROWS]}
         return {"columns": SESSION_COLUMNS, "rows": SESSION_ROWS}
 
 
@@ -412,7 +428,7 @@ async def test_window_and_sort_keys_issue_the_matching_sql() -> None:
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, ToolsScreen)
-        assert store.asked[-2:] == [tools_query("1h"), sessions_query("1h")]
+        assert store.asked[-3:] == [tools_query("1h"), sessions_query("1h"), DETAILS]
         for key, window, words in [
             ("1", "15m", "last 15 min"),
             ("3", "1d", "last day"),
@@ -420,19 +436,19 @@ async def test_window_and_sort_keys_issue_the_matching_sql() -> None:
         ]:
             await pilot.press(key)
             await settle(app, pilot)
-            assert store.asked[-2:] == [tools_query(window), sessions_query(window)]
+            assert store.asked[-3:] == [tools_query(window), sessions_query(window), DETAILS]
             assert words in text_of(screen, "#tools-title")
         await pilot.press("w")  # all -> 15m
         await settle(app, pilot)
-        assert store.asked[-2:] == [tools_query("15m"), sessions_query("15m")]
+        assert store.asked[-3:] == [tools_query("15m"), sessions_query("15m"), DETAILS]
         await pilot.press("s")
         await settle(app, pilot)
-        assert store.asked[-2] == tools_query("15m", "failure rate")
+        assert store.asked[-3] == tools_query("15m", "failure rate")
         assert "sorted by failure rate" in text_of(screen, "#tools-title")
         asked = len(store.asked)
         await pilot.press("r")
         await settle(app, pilot)
-        assert len(store.asked) == asked + 2
+        assert len(store.asked) == asked + 3
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ToolsScreen)

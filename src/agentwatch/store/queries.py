@@ -20,7 +20,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from clickhouse_connect.driver.client import Client
 
@@ -266,36 +266,34 @@ LIMIT {{limit:UInt32}}"""
 
 _TOOLS_IN_WINDOW = "WHERE hour >= toStartOfHour(now() - toIntervalSecond({window_s:UInt32}))\n"
 
-# The newest sessions first, in two steps: `newest` picks their ids from the sessions rollup's
-# plain min/max columns (no aggregate state is merged), `top` reads the `sessions` view for those
-# ids only (its GROUP BY session_id takes the filter to the rollup's primary key). Then their
-# coverage (from session_seq_rollup) and cost, read for those sessions only.
-_SESSIONS_SQL = """\
-WITH newest AS
-(
-    SELECT session_id
-    FROM session_rollup
-    GROUP BY session_id
-    {having}ORDER BY coalesce(min(first_start), min(first_seen)) DESC, session_id
-    LIMIT {{limit:UInt32}}
-),
-top AS
-(
-    SELECT
-        session_id, agent, team, host, started, ended, end_reason, last_seen,
-        dateDiff('millisecond', started, coalesce(ended, last_seen)) AS duration_ms,
-        dateDiff('second', last_seen, now64(3)) AS seen_s,
-        events, tool_calls, errors, prompts, subagents, outcome
-    FROM sessions
-    WHERE session_id IN (SELECT session_id FROM newest)
-)
+# The newest sessions first, in two steps. NEWEST picks their ids from the sessions rollup's plain
+# min/max columns (no aggregate state is merged); _SESSION_DETAILS reads the `sessions` view, their
+# coverage (session_seq_rollup) and cost (session_cost) for those ids only: the per-session rollups
+# have small granules (009_rollups.sql), so a list of ids reads a few rows of each. The dashboard
+# asks the two in turn and hands the ids over as a parameter; `active_sessions` nests the first in
+# the second (the same answer in one question, slower: each IN (subquery) is run again).
+_NEWEST_SESSIONS_SQL = """\
+SELECT session_id
+FROM session_rollup
+GROUP BY session_id
+{having}ORDER BY coalesce(min(first_start), min(first_seen)) DESC, session_id
+LIMIT {{limit:UInt32}}"""
+
+_SESSION_DETAILS_SQL = """\
 SELECT
     s.session_id AS session_id, s.agent AS agent, s.team AS team, s.host AS host,
     s.started AS started, s.ended AS ended, s.end_reason AS end_reason, s.last_seen AS last_seen,
-    s.duration_ms AS duration_ms, s.seen_s AS seen_s, s.events AS events, s.tool_calls AS tool_calls,
+    dateDiff('millisecond', s.started, coalesce(s.ended, s.last_seen)) AS duration_ms,
+    dateDiff('second', s.last_seen, now64(3)) AS seen_s, s.events AS events, s.tool_calls AS tool_calls,
     s.errors AS errors, s.prompts AS prompts, s.subagents AS subagents, s.outcome AS outcome,
     cov.coverage_pct AS coverage_pct, cost.cost_usd AS cost_usd, cost.tokens AS tokens
-FROM top AS s
+FROM
+(
+    SELECT session_id, agent, team, host, started, ended, end_reason, last_seen, events, tool_calls, errors,
+        prompts, subagents, outcome
+    FROM sessions
+    WHERE session_id IN {ids}
+) AS s
 LEFT JOIN
 (
     SELECT session_id, if(sum(max_seq) = 0, NULL, round(100 * sum(stored) / sum(max_seq), 1)) AS coverage_pct
@@ -303,7 +301,7 @@ LEFT JOIN
     (
         SELECT session_id, host, max(max_seq) AS max_seq, uniqExactMerge(stored) AS stored
         FROM session_seq_rollup
-        WHERE session_id IN (SELECT session_id FROM newest)
+        WHERE session_id IN {ids}
         GROUP BY session_id, host
     )
     GROUP BY session_id
@@ -311,11 +309,14 @@ LEFT JOIN
 LEFT JOIN
 (
     SELECT
-        session_id, cost_usd,
-        input_tokens + output_tokens + cache_read_tokens + cache_write_5m_tokens + cache_write_1h_tokens
-            AS tokens
-    FROM session_costs
-    WHERE session_id IN (SELECT session_id FROM newest)
+        session_id,
+        if(sum(api_calls) > 0 AND sum(unpriced_calls) = sum(api_calls), NULL, sum(priced_usd)) AS cost_usd,
+        toUInt64(sum(input_tokens) + sum(output_tokens) + sum(cache_read_tokens) + sum(cache_write_5m_tokens)
+            + sum(cache_write_1h_tokens)) AS tokens
+    FROM session_cost
+    WHERE session_id IN {ids}
+    GROUP BY session_id
+    HAVING sum(api_calls) > 0
 ) AS cost ON cost.session_id = s.session_id
 ORDER BY s.started DESC, s.session_id"""
 
@@ -343,14 +344,26 @@ def tool_stats(window_s: int | None, sort: str = "calls", limit: int = TOOLS_LIM
     return Query(_TOOL_STATS_SQL.format(where=where, order=TOOL_SORTS[sort]), _window_params(window_s, limit))
 
 
-def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
-    """The sessions with an event in the last `window_s` seconds (None: ever), newest first (by
-    start), at most `limit`: the `sessions` view's columns, plus duration_ms (start to end, or to
-    the latest event while not ended), seen_s (seconds since the latest event), coverage_pct
-    (stored of numbered events, over its hosts; NULL where the hook did not number them), and
-    cost_usd and tokens from session_costs (NULL cost: no price known, or no usage read)."""
+def newest_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
+    """The ids of the sessions with an event in the last `window_s` seconds (None: ever), newest
+    first (by start), at most `limit`: the first of the dashboard's two questions."""
     having = "" if window_s is None else _SESSIONS_IN_WINDOW
-    return Query(_SESSIONS_SQL.format(having=having), _window_params(window_s, limit))
+    return Query(_NEWEST_SESSIONS_SQL.format(having=having), _window_params(window_s, limit))
+
+
+def session_details(ids: Sequence[str]) -> Query:
+    """The sessions `ids` (newest_sessions' answer), newest first: the `sessions` view's columns,
+    plus duration_ms (start to end, or to the latest event while not ended), seen_s (seconds since
+    the latest event), coverage_pct (stored of numbered events, over its hosts; NULL where the hook
+    did not number them), and cost_usd and tokens (NULL: no usage read, or no price known)."""
+    return Query(_SESSION_DETAILS_SQL.format(ids="{ids:Array(String)}"), {"ids": [str(i) for i in ids]})
+
+
+def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
+    """newest_sessions and session_details as one question (for people and tests; the dashboard
+    asks the two in turn, which is faster)."""
+    newest = newest_sessions(window_s, limit)
+    return Query(_SESSION_DETAILS_SQL.format(ids=f"({newest.sql})"), newest.params)
 
 
 # --- cost ---------------------------------------------------------------------------------------

@@ -212,8 +212,8 @@ def changed_usage(client: Client, rows: Sequence[list[Any]]) -> list[list[Any]]:
             "WHERE session_id IN {sessions:Array(String)} AND message_id IN {messages:Array(String)}",
             parameters={"sessions": sorted({k[0] for k in chunk}), "messages": sorted({k[1] for k in chunk})},
         ).result_rows
-        for row in found:
-            stored[(row[0], row[1], row[2])] = list(row)
+        for hit in found:
+            stored[(hit[0], hit[1], hit[2])] = list(hit)
     out: list[list[Any]] = []
     for key in keys:
         row, old = best[key], stored.get(key)

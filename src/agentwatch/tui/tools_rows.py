@@ -71,8 +71,13 @@ def tools_query(window: str, sort: str = SORT_ORDER[0]) -> queries.Query:
 
 
 def sessions_query(window: str) -> queries.Query:
-    """The sessions active in a named window."""
-    return queries.active_sessions(window_seconds(window))
+    """The ids of the sessions active in a named window, newest first (then `session_details`)."""
+    return queries.newest_sessions(window_seconds(window))
+
+
+def session_details(ids: list[str]) -> queries.Query:
+    """The rows of the sessions `ids`, as the sessions table shows them."""
+    return queries.session_details(ids)
 
 
 # -- the store's answer -------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from agentwatch.tui.tools_rows import (
     WINDOWS,
     records,
     session_cells,
+    session_details,
     sessions_query,
     tool_cells,
     tools_query,
@@ -164,7 +165,11 @@ class ToolsScreen(Screen[None]):
             tools = self.history.query(*tools_query(window, sort))
             sessions: dict[str, Any] = {}
             if "error" not in tools and not worker.is_cancelled:
+                # Two questions: the newest ids from the rollup's plain columns, then those rows.
                 sessions = self.history.query(*sessions_query(window))
+                ids = [str(row[0]) for row in sessions.get("rows") or []]
+                if ids and "error" not in sessions and not worker.is_cancelled:
+                    sessions = self.history.query(*session_details(ids))
             error = tools.get("error") or sessions.get("error")
         except Exception as exc:  # OSError, LookupError, a timeout: never a traceback on screen
             answer = self.Answered(

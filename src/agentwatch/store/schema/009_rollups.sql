@@ -89,7 +89,9 @@ CREATE TABLE IF NOT EXISTS session_rollup
     last_turn AggregateFunction(argMax, LowCardinality(String), Tuple(DateTime64(3, 'UTC'), String))
 )
 ENGINE = AggregatingMergeTree
-ORDER BY session_id;
+ORDER BY session_id
+-- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
+SETTINGS index_granularity = 32;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS session_rollup_mv TO session_rollup AS
 SELECT
@@ -130,7 +132,9 @@ CREATE TABLE IF NOT EXISTS session_seq_rollup
     stored AggregateFunction(uniqExact, UInt64)
 )
 ENGINE = AggregatingMergeTree
-ORDER BY (session_id, host);
+ORDER BY (session_id, host)
+-- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
+SETTINGS index_granularity = 32;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS session_seq_rollup_mv TO session_seq_rollup AS
 SELECT session_id, host, toUInt64(max(seq)) AS max_seq, uniqExactStateIf(toUInt64(seq), seq > 0) AS stored
@@ -408,7 +412,9 @@ CREATE TABLE IF NOT EXISTS session_cost
     main AggregateFunction(argMin, Tuple(String, String), Tuple(DateTime64(3, 'UTC'), String))
 )
 ENGINE = AggregatingMergeTree
-ORDER BY (session_id, agent, parent_agent, team, model);
+ORDER BY (session_id, agent, parent_agent, team, model)
+-- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
+SETTINGS index_granularity = 32;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS session_cost_mv TO session_cost AS
 SELECT
@@ -726,7 +732,8 @@ ORDER BY (timestamp, id);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS call_events_mv TO call_events AS
 SELECT
-    timestamp, id, session_id, tool_use_id, event, agent, team, agent_id, host, tool_name, text,
+    timestamp, id, session_id, tool_use_id, event, agent, team, agent_id, host, tool_name,
+    if(event = 'PreToolUse', text, '') AS text,
     if(event = 'PreToolUse', NULL, duration_ms) AS duration_ms,
     if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
     if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS error
@@ -738,40 +745,33 @@ WHERE tool_use_id != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseF
 -- the window, not the history:
 --   SELECT * FROM tool_calls_since(since = now64(3) - INTERVAL 1 HOUR) WHERE status = 'error'
 -- A result is paired with its call when both are in the window (a result comes after its call);
--- the results of calls started before `since` are left out, so no row is an orphan.
+-- the results of calls started before `since` are left out, so no row is an orphan, and a call's
+-- fields are its PreToolUse's (one per call; call_events keeps the text of calls only).
 CREATE OR REPLACE VIEW tool_calls_since AS
 SELECT
-    session_id, tool_use_id, who.1 AS agent, who.2 AS team, who.3 AS agent_id, who.4 AS host, who.5 AS tool,
-    who.6 AS text, started, ended, duration_ms, status, error
-FROM
-(
-    SELECT
-        session_id,
-        tool_use_id,
-        argMin((agent, team, agent_id, host, tool_name, text), (is_call = 0, timestamp, id)) AS who,
-        minOrNullIf(timestamp, is_call = 1) AS started,
-        maxOrNullIf(timestamp, is_call = 0) AS ended,
-        coalesce(maxOrNullIf(duration_ms, is_call = 0), dateDiff('millisecond', started, ended)) AS duration_ms,
-        multiIf(
-            countIf(is_call = 1) = 0, 'orphan',
-            countIf(event = 'PermissionDenied') > 0, 'denied',
-            countIf(event = 'PostToolUseFailure' AND is_interrupt) > 0, 'interrupted',
-            countIf(event = 'PostToolUseFailure') > 0, 'error',
-            countIf(event = 'PostToolUse') > 0, 'ok',
-            'running'
-        ) AS status,
-        anyIf(error, event = 'PostToolUseFailure') AS error
-    FROM
-    (
-        SELECT
-            session_id, tool_use_id, agent, team, agent_id, host, tool_name, text, timestamp, id, event,
-            toUInt8(event = 'PreToolUse') AS is_call, duration_ms, is_interrupt, error
-        FROM call_events
-        WHERE timestamp >= {since:DateTime64(3, 'UTC')}
-    )
-    GROUP BY session_id, tool_use_id
-)
-WHERE started IS NOT NULL;
+    session_id,
+    tool_use_id,
+    anyIf(agent, event = 'PreToolUse') AS agent,
+    anyIf(team, event = 'PreToolUse') AS team,
+    anyIf(agent_id, event = 'PreToolUse') AS agent_id,
+    anyIf(host, event = 'PreToolUse') AS host,
+    anyIf(tool_name, event = 'PreToolUse') AS tool,
+    anyIf(text, event = 'PreToolUse') AS text,
+    minOrNullIf(timestamp, event = 'PreToolUse') AS started,
+    maxOrNullIf(timestamp, event != 'PreToolUse') AS ended,
+    coalesce(maxOrNullIf(duration_ms, event != 'PreToolUse'), dateDiff('millisecond', started, ended)) AS duration_ms,
+    multiIf(
+        max(event = 'PermissionDenied'), 'denied',
+        max(event = 'PostToolUseFailure' AND is_interrupt), 'interrupted',
+        max(event = 'PostToolUseFailure'), 'error',
+        max(event = 'PostToolUse'), 'ok',
+        'running'
+    ) AS status,
+    anyIf(error, event = 'PostToolUseFailure') AS error
+FROM call_events
+WHERE timestamp >= {since:DateTime64(3, 'UTC')}
+GROUP BY session_id, tool_use_id
+HAVING max(event = 'PreToolUse');
 
 -- The backfill: the rollups of what was stored before they existed.
 INSERT INTO event_ids SELECT id, timestamp FROM events;
@@ -916,7 +916,8 @@ GROUP BY session_id, agent, parent_agent, team, model;
 
 INSERT INTO call_events
 SELECT
-    timestamp, id, session_id, tool_use_id, event, agent, team, agent_id, host, tool_name, text,
+    timestamp, id, session_id, tool_use_id, event, agent, team, agent_id, host, tool_name,
+    if(event = 'PreToolUse', text, '') AS text,
     if(event = 'PreToolUse', NULL, duration_ms) AS duration_ms,
     if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
     if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS error
