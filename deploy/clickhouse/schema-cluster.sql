@@ -980,7 +980,7 @@ CREATE TABLE IF NOT EXISTS session_rollup_local ON CLUSTER '{cluster}'
 ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/session_rollup', '{replica}')
 ORDER BY session_id
 -- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
-SETTINGS index_granularity = 32;
+SETTINGS index_granularity = 256;
 
 -- session_rollup: Distributed over session_rollup_local, under the single-node name.
 -- By cityHash64(session_id): the rows a AggregatingMergeTree collapses meet on one shard.
@@ -1029,7 +1029,7 @@ CREATE TABLE IF NOT EXISTS session_seq_rollup_local ON CLUSTER '{cluster}'
 ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/session_seq_rollup', '{replica}')
 ORDER BY (session_id, host)
 -- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
-SETTINGS index_granularity = 32;
+SETTINGS index_granularity = 256;
 
 -- session_seq_rollup: Distributed over session_seq_rollup_local, under the single-node name.
 -- By cityHash64(session_id): the rows a AggregatingMergeTree collapses meet on one shard.
@@ -1344,7 +1344,7 @@ CREATE TABLE IF NOT EXISTS session_cost_local ON CLUSTER '{cluster}'
 ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/session_cost', '{replica}')
 ORDER BY (session_id, agent, parent_agent, team, model)
 -- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
-SETTINGS index_granularity = 32;
+SETTINGS index_granularity = 256;
 
 -- session_cost: Distributed over session_cost_local, under the single-node name.
 -- By cityHash64(session_id): the rows a AggregatingMergeTree collapses meet on one shard.

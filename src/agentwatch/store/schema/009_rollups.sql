@@ -91,7 +91,7 @@ CREATE TABLE IF NOT EXISTS session_rollup
 ENGINE = AggregatingMergeTree
 ORDER BY session_id
 -- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
-SETTINGS index_granularity = 32;
+SETTINGS index_granularity = 256;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS session_rollup_mv TO session_rollup AS
 SELECT
@@ -134,7 +134,7 @@ CREATE TABLE IF NOT EXISTS session_seq_rollup
 ENGINE = AggregatingMergeTree
 ORDER BY (session_id, host)
 -- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
-SETTINGS index_granularity = 32;
+SETTINGS index_granularity = 256;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS session_seq_rollup_mv TO session_seq_rollup AS
 SELECT session_id, host, toUInt64(max(seq)) AS max_seq, uniqExactStateIf(toUInt64(seq), seq > 0) AS stored
@@ -414,7 +414,7 @@ CREATE TABLE IF NOT EXISTS session_cost
 ENGINE = AggregatingMergeTree
 ORDER BY (session_id, agent, parent_agent, team, model)
 -- Small granules: the dashboard reads a few hundred sessions by id, spread over the whole key.
-SETTINGS index_granularity = 32;
+SETTINGS index_granularity = 256;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS session_cost_mv TO session_cost AS
 SELECT
