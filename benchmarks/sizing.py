@@ -54,7 +54,7 @@ def clickhouse_sizes(messages: list[tuple[str, str, bytes]], workdir: str) -> No
             [b for s, _, b in chunk if not s.startswith(MSG_PREFIX)],
             [b for s, _, b in chunk if s.startswith(MSG_PREFIX)],
         )
-    for table in ("events", "messages"):
+    for table in ("events", "messages", "call_events", "event_ids"):
         client.command(f"OPTIMIZE TABLE {table} FINAL")
     body_bytes = sum(len(b) for b in events)
     print(f"\nClickHouse (embedded chDB {client.server_version}), after OPTIMIZE TABLE ... FINAL")
@@ -72,6 +72,20 @@ def clickhouse_sizes(messages: list[tuple[str, str, bytes]], workdir: str) -> No
             f"{raw / rows:7,.1f} B/row uncompressed, {disk / rows:7,.1f} B/row on disk "
             f"(ratio {raw / max(packed, 1):.1f}x); {disk / rows * 1e6 / 1e9:.2f} GB per million rows on disk"
         )
+    # What the rollups and call_events (009_rollups.sql) add, per stored event: they grow with the
+    # tools, sessions, agents and hours, not with the events, so this share shrinks as history grows.
+    extra = client.query(
+        "SELECT sum(data_compressed_bytes), sum(data_uncompressed_bytes), groupArray(table) "
+        "FROM system.parts WHERE database = currentDatabase() AND active AND table NOT IN "
+        "('events', 'messages', 'usage', 'cost_states', 'dead_letters', 'alerts', 'schema_migrations')"
+    ).result_rows[0]
+    n_events = max(len(events), 1)
+    print(
+        f"  rollups, call_events and event_ids together: {int(extra[0]) / n_events:,.1f} B per event "
+        f"compressed, {int(extra[1]) / n_events:,.1f} B uncompressed ({len(set(extra[2]))} tables)"
+    )
+    limit = os.environ.get("AGENTWATCH_STORE_FIELD_MAX_BYTES", "16384 (the default)")
+    print(f"  payload strings over AGENTWATCH_STORE_FIELD_MAX_BYTES = {limit} stored as head and tail")
     alone = sum(len(zlib.compress(b, 6)) for b in events) / len(events)
     print(
         f"  bounds: the fixtures hold few distinct payloads (repeated), so real traffic compresses less: "
@@ -161,7 +175,8 @@ def main() -> None:
     messages = build_messages(max(args.events, args.stream_events))
     with tempfile.TemporaryDirectory() as tmp:
         clickhouse_sizes(messages[: args.events], tmp)
-        jetstream_sizes(messages[: args.stream_events], tmp)
+        if args.stream_events:
+            jetstream_sizes(messages[: args.stream_events], tmp)
 
 
 if __name__ == "__main__":
