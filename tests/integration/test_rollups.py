@@ -9,6 +9,7 @@ import re
 import time
 from typing import Any
 
+import orjson
 import pytest
 from clickhouse_connect.driver.client import Client
 
@@ -315,3 +316,19 @@ def test_tool_calls_since_answers_what_tool_calls_answers_and_reads_only_its_win
     plan = "\n".join(r[0] for r in chdb_database.query(f"EXPLAIN indexes = 1 {windowed}").result_rows)
     read, total = map(int, re.findall(r"Granules: (\d+)/(\d+)", plan)[0])  # of all the table's
     assert read * 10 < total, plan
+
+
+def test_the_duplicate_check_finds_ids_of_any_text(chdb_database: Client) -> None:
+    """Ids go to the lookup newline-joined; one with a newline in it (no emitter writes one) too."""
+    apply_migrations(chdb_database)
+    bodies = [
+        orjson.dumps(
+            {"v": 1, "id": key, "timestamp": "2026-11-20T10:00:00.000Z", "event": "Stop", "agent": "a"}
+        )
+        for key in ("plain-1", "with\nnewline", "with space", "quote'd")
+    ]
+    insert_batch(chdb_database, bodies, [])
+    insert_batch(chdb_database, bodies + bodies, [])
+    stored = chdb_database.query("SELECT id, count() FROM events GROUP BY id ORDER BY id").result_rows
+    assert stored == sorted((key, 1) for key in ("plain-1", "with\nnewline", "with space", "quote'd"))
+    assert chdb_database.query("SELECT sum(events) FROM agent_rollup").result_rows[0][0] == 4

@@ -121,7 +121,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
     from agentwatch.cli.sql import run_sql
     from agentwatch.store import queries
 
-    since = parse_since(args.since) if args.since else None
+    # The cost rollups are hourly: a window starts at the start of the hour that holds --since.
+    since = parse_since(args.since)[:13] + ":00:00.000" if args.since else None
     query = queries.cost(args.by, since or queries.EPOCH, args.limit)
     total_query = queries.cost_total(since or queries.EPOCH)
     result = run_sql(query.sql, params=query.params)
@@ -151,7 +152,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     cost.add_argument("--by", choices=BY, default="session", help="how to group (default: session)")
     cost.add_argument(
-        "--since", metavar="WHEN", help="only API calls since: 30m, 12h, 7d, 2w, today, or a date (UTC)"
+        "--since",
+        metavar="WHEN",
+        help="only API calls since: 30m, 12h, 7d, 2w, today, or a date (UTC), from the start of that hour",
     )
     cost.add_argument("--limit", type=int, default=50, help="rows to list (default 50)")
     cost.set_defaults(func=cmd_cost)

@@ -39,6 +39,9 @@ INSERT_SETTINGS: dict[str, object] = {
     # The store batches by itself and acknowledges the bus only once the insert returned: a
     # synchronous insert (not the server's async buffer, on by default in recent ClickHouse).
     "async_insert": 0,
+    # The rollups' materialized views (009_rollups.sql) of one block run side by side, not one
+    # after the other: the insert returns sooner.
+    "parallel_view_processing": 1,
 }
 
 
@@ -47,8 +50,9 @@ def envelope_id(body: bytes) -> str:
     of the rest), else from the decoded JSON; '' when it has none."""
     if body.startswith(_ID_PREFIX):
         end = body.find(b'"', len(_ID_PREFIX))
-        if end > 0:
-            return body[len(_ID_PREFIX) : end].decode("utf-8", "replace")
+        raw = body[len(_ID_PREFIX) : end]
+        if end > 0 and b"\\" not in raw:  # an escape (\n, \") is read by the decoder below
+            return raw.decode("utf-8", "replace")
     try:
         decoded = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -66,11 +70,22 @@ def new_only(
     ids = [envelope_id(b) for b in events], [envelope_id(b) for b in messages]
     wanted = sorted({i for group in ids for i in group if i})
     seen: set[str] = set()
-    # In chunks: over HTTP the ids travel in the URL, which a ClickHouse server caps at 1 MiB.
-    for at in range(0, len(wanted), _LOOKUP_CHUNK):
+    # The ids go as one newline-joined string, split by the engine: a third less of the store's
+    # CPU than an Array parameter of as many strings (quoted one by one, parsed one by one). An id
+    # with a newline in it (no emitter writes one) goes as an Array. In chunks: over HTTP the ids
+    # travel in the URL, which a ClickHouse server caps at 1 MiB.
+    lines = [i for i in wanted if "\n" not in i]
+    odd = [i for i in wanted if "\n" in i]
+    for at in range(0, len(lines), _LOOKUP_CHUNK):
         rows = client.query(
-            "SELECT DISTINCT id FROM event_ids WHERE id IN {ids:Array(String)}",
-            parameters={"ids": wanted[at : at + _LOOKUP_CHUNK]},
+            "SELECT id FROM event_ids WHERE id IN (SELECT arrayJoin(splitByChar('\\n', {ids:String})))",
+            parameters={"ids": "\n".join(lines[at : at + _LOOKUP_CHUNK])},
+        ).result_rows
+        seen.update(str(row[0]) for row in rows)
+    for at in range(0, len(odd), _LOOKUP_CHUNK):
+        rows = client.query(
+            "SELECT id FROM event_ids WHERE id IN {ids:Array(String)}",
+            parameters={"ids": odd[at : at + _LOOKUP_CHUNK]},
         ).result_rows
         seen.update(str(row[0]) for row in rows)
     kept: tuple[list[bytes], list[bytes]] = ([], [])
