@@ -261,7 +261,7 @@ TOOL_ROWS = [
 SESSION_COLUMNS = ["session_id", "agent", "team", "host", "started", "ended", "end_reason", "last_seen",
                    "duration_ms", "seen_s", "events", "tool_calls", "errors", "prompts", "subagents",
                    "outcome", "coverage_pct", "cost_usd", "tokens"]  # fmt: skip
-SESSION_ROWS = [
+SESSION_ROWS: list[list[Any]] = [
     [FAILED, "main-b0b0f000", "session-b0b0f000", "host-1", "2026-11-22T01:00:00Z", None, "",
      "2026-11-22T01:01:00Z", 60_000, 1140, 3, 0, 1, 1, 0, "failed", 100.0, 0.4213, 12_000],
     [RUNNING, "main-5e55a000", "session-5e55a000", "host-1", "2026-11-22T00:40:00Z", None, "",
