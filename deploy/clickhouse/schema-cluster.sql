@@ -1461,7 +1461,7 @@ LEFT JOIN
 --   max_ms        the longest reported duration, exact
 --   unpaired      calls - finished when positive (calls still running, or whose result is missing)
 --   last_error    the latest failure's error text
-CREATE OR REPLACE VIEW tool_stats ON CLUSTER '{cluster}' AS
+CREATE VIEW IF NOT EXISTS tool_stats ON CLUSTER '{cluster}' AS
 SELECT
     w.window AS window, tool, sum(calls) AS calls, sum(failures) AS failures,
     sum(interrupted) AS interrupted, sum(denied) AS denied, sum(finished) AS finished,
@@ -1484,7 +1484,7 @@ GROUP BY w.window, tool;
 
 -- team_edges: per sender and recipient, the messages sent, from edge_hourly (hours as above).
 --   team, from_agent, to_agent, messages, last_at, last_summary
-CREATE OR REPLACE VIEW team_edges ON CLUSTER '{cluster}' AS
+CREATE VIEW IF NOT EXISTS team_edges ON CLUSTER '{cluster}' AS
 SELECT
     team, from_agent, to_agent, sum(messages) AS messages, max(last_at) AS last_at,
     argMaxMerge(last_summary) AS last_summary
@@ -1688,7 +1688,7 @@ WHERE tool_use_id != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseF
 -- A result is paired with its call when both are in the window (a result comes after its call);
 -- the results of calls started before `since` are left out, so no row is an orphan, and a call's
 -- fields are its PreToolUse's (one per call; call_events keeps the text of calls only).
-CREATE OR REPLACE VIEW tool_calls_since ON CLUSTER '{cluster}' AS
+CREATE VIEW IF NOT EXISTS tool_calls_since ON CLUSTER '{cluster}' AS
 SELECT
     session_id,
     tool_use_id,

@@ -7,7 +7,8 @@
   EnvironmentFile;
 - clickhouse/schema-cluster.sql: in test_deploy_cluster_schema.py (it is generated from the
   migrations, and applied to an embedded chDB);
-- clickhouse/users.d and config.d: valid XML, a read-only reader, a store without DROP or ALTER.
+- clickhouse/users.d and config.d: valid XML, a read-only reader, a store without DROP (but of the
+  views a migration replaces) or ALTER.
 """
 
 from __future__ import annotations
@@ -373,30 +374,46 @@ def test_reader_is_read_only_and_bounded(users: ET.Element) -> None:
 
 
 def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -> None:
-    granted = set().union(*(privileges(g) for g in grants(users, "agentwatch_store")))
+    database_wide = [g for g in grants(users, "agentwatch_store") if g.strip().endswith("ON agentwatch.*")]
+    granted = set().union(*(privileges(g) for g in database_wide))
     assert granted == {"SELECT", "INSERT", "CREATE TABLE", "CREATE VIEW", "ALTER ADD COLUMN"}
     for word in ("DROP", "TRUNCATE", "ALL", "OPTIMIZE", "SYSTEM", "ACCESS", "DELETE", "UPDATE", "MODIFY"):
         assert not any(word in p for p in granted), word
+    # Besides: DROP VIEW on single views, the ones a migration replaces (a view holds no data).
+    replaceable = set()
+    for grant in grants(users, "agentwatch_store"):
+        if grant not in database_wide:
+            match = re.fullmatch(r"GRANT DROP VIEW ON agentwatch\.(\w+)", grant.strip())
+            assert match, f"only DROP VIEW on a single view besides the database-wide grant: {grant}"
+            replaceable.add(match.group(1))
     # Every statement the store's migrations run needs nothing more than CREATE TABLE or CREATE
-    # VIEW, or ALTER ... ADD COLUMN (a new column never destroys anything).
+    # VIEW, ALTER ... ADD COLUMN (a new column never destroys anything), INSERT (a backfill), or
+    # replacing one of those views.
+    replaced = set()
     for _, name, sql in migrations():
         for statement in split_statements(sql):
             head = _body(statement).split("\n")[0]
+            view = re.fullmatch(r"CREATE OR REPLACE VIEW (\w+) AS", head)
+            if view:
+                replaced.add(view.group(1))
+                continue
             assert head.startswith(
                 (
                     "CREATE TABLE IF NOT EXISTS",
                     "CREATE VIEW IF NOT EXISTS",
                     "CREATE MATERIALIZED VIEW IF NOT EXISTS",
+                    "INSERT INTO ",
                 )
             ) or re.fullmatch(r"ALTER TABLE \w+ ADD COLUMN IF NOT EXISTS .*", head), (
                 f"{name}: {head} needs another privilege for agentwatch_store"
             )
+    assert replaced == replaceable == {"sessions", "agents", "session_costs", "agent_costs", "cost_daily"}
 
 
 def _body(statement: str) -> str:
     code = [line for line in statement.splitlines() if not line.lstrip().startswith("--")]
     text = "\n".join(code)
-    return text[min(i for i in (text.find("CREATE"), text.find("ALTER")) if i >= 0) :]
+    return text[min(i for i in (text.find("CREATE"), text.find("ALTER"), text.find("INSERT")) if i >= 0) :]
 
 
 def test_server_config_has_the_cluster_macros() -> None:

@@ -121,7 +121,9 @@ COVERAGE_COLUMNS = (
 
 # The views 009_rollups.sql (re)defines, in its order.
 LATER_VIEWS = (
-    "sessions", "agents", "tool_stats", "team_edges", "session_costs", "agent_costs", "cost_daily",
+    "OR REPLACE VIEW sessions", "OR REPLACE VIEW agents", "VIEW IF NOT EXISTS tool_stats",
+    "VIEW IF NOT EXISTS team_edges", "OR REPLACE VIEW session_costs", "OR REPLACE VIEW agent_costs",
+    "OR REPLACE VIEW cost_daily",
 )  # fmt: skip
 ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
@@ -191,12 +193,12 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
                 f"CREATE MATERIALIZED VIEW IF NOT EXISTS {table}_mv {ON_CLUSTER} TO {table} AS",
             )
         ),
-        *(f"CREATE OR REPLACE VIEW {view} {ON_CLUSTER} AS" for view in LATER_VIEWS),
+        *(f"CREATE {view} {ON_CLUSTER} AS" for view in LATER_VIEWS),
         # call_events: a narrow copy of the tool-call events, per shard like the rollups.
         f"CREATE TABLE IF NOT EXISTS call_events_local {ON_CLUSTER}",
         f"CREATE TABLE IF NOT EXISTS call_events {ON_CLUSTER} AS call_events_local",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS call_events_mv {ON_CLUSTER} TO call_events_local AS",
-        f"CREATE OR REPLACE VIEW tool_calls_since {ON_CLUSTER} AS",
+        f"CREATE VIEW IF NOT EXISTS tool_calls_since {ON_CLUSTER} AS",
     ]
 
 
