@@ -277,18 +277,33 @@ def _outgoing(
     host: str = "",
     now: float | None = None,
     stopped_reading: bool = False,
+    own: bool = False,
 ) -> tuple[list[Message], Callable[[bool], None]]:
     """The invocation's messages, encoded, numbered in their session, with the spool's backlog;
     and, for an event that closes a piece of work, the usage read from its transcripts until
     `read_until` (None: none read) with the function that remembers how far it read (or, given
     False, how far it had read before). `host` and `now` are the run's (a rebuilt run's own);
-    `stopped_reading`: the run was stopped before it had read its stdin to the end."""
+    `stopped_reading`: the run was stopped before it had read its stdin to the end. `own`: the
+    run's own event, whose number is taken once per run (made again after a deadline, it keeps
+    the number it took, so the session's numbers have no gap)."""
     outgoing = envelopes_from_stdin(raw, environ, host=host or _hostname(), now=now, cut=stopped_reading)
     event = outgoing[0][1]
     if event.get("session_id"):
         from agentwatch.emitter import sequence
 
-        event["seq"] = sequence.next_seq(config.data_dir(environ), event["session_id"])
+        taken = _run.get("seq") if own else None
+        if isinstance(taken, tuple) and taken[0] == event["session_id"]:
+            event["seq"] = taken[1]
+        else:
+            # The deadline and the stop signals wait while a number is taken and noted: a number
+            # taken and not noted would be taken again, and the session's numbers would have a gap.
+            was = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, *STOP_SIGNALS})
+            try:
+                event["seq"] = sequence.next_seq(config.data_dir(environ), event["session_id"])
+                if own:
+                    _run["seq"] = (event["session_id"], event["seq"])
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, was)
         if event.get("event") == "SessionEnd":  # a good moment to forget long-gone sessions' counters
             sequence.prune(config.data_dir(environ))
     event["spool_bytes"] = spool.pending_bytes()
@@ -323,7 +338,9 @@ def run(
     encoded: list[Message] = []
     remember: Callable[[bool], None] = _no_offsets
     try:
-        encoded, remember = _outgoing(raw, environ, spool, started + deadline_s * READ_SHARE, host=host)
+        encoded, remember = _outgoing(
+            raw, environ, spool, started + deadline_s * READ_SHARE, host=host, own=True
+        )
         held = spool.hold(encoded, held)
         remember(True)  # the usage read is on disk: the next run reads on from here
         _run["phase"] = SENDING
@@ -364,7 +381,7 @@ def _spool(
 ) -> str:
     """Keep what the bus did not confirm for a later run; what happened."""
     if not encoded:  # stopped before the messages were made: make them now, signals are off
-        encoded, _ = _outgoing(raw, environ, spool)  # the transcripts wait for the next run
+        encoded, _ = _outgoing(raw, environ, spool, own=True)  # the transcripts wait for the next run
     if not spool.settle(held, encoded):
         remember(False)  # the usage read was dropped with the rest: read it again next time
         log_problem(environ, "spool_full", f"spool full ({spool.max_bytes} bytes): dropped {encoded[0][1]}")
@@ -431,7 +448,7 @@ def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = 
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     for sig in STOP_SIGNALS:
         signal.signal(sig, _on_stop)
-    _run.update(phase=PREPARING, stop=bool(stopped))  # stopped: before this module was loaded
+    _run.update(phase=PREPARING, stop=bool(stopped), seq=None)  # stopped: before this module was loaded
     spool, read = None, False
     try:
         signal.setitimer(signal.ITIMER_REAL, deadline_s)
@@ -446,6 +463,8 @@ def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = 
         log_problem(env, "deadline", f"hook run exceeded its {deadline_s * 1000:.0f} ms deadline")
         if not read:
             _rescue(env, spool or spool_for(env))
+        elif spool is not None:  # it came in run() before its own handler: the capture is whole
+            spool.queue_own_capture()
         return "deadline"
     except Exception as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)

@@ -82,12 +82,13 @@ class Spool:
         """Write this process's in-flight file (atomically when it replaces one); its path."""
         path = path or os.path.join(self.inflight, str(os.getpid()))
         tmp = path + ".tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        except FileNotFoundError:
-            os.makedirs(self.inflight, mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
+        fd = -1
+        try:  # from before the open: a deadline right after it still removes the file
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            except FileNotFoundError:
+                os.makedirs(self.inflight, mode=0o700, exist_ok=True)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
