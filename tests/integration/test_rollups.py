@@ -105,11 +105,9 @@ def test_duplicates_and_redelivery_after_a_merge_are_counted_once(chdb_database:
     assert_rollups_match_raw(chdb_database)
 
 
-def test_backfill_on_an_existing_store_equals_rollups_filled_live(chdb_database: Client) -> None:
-    envelopes = history()
-    events, messages = split(envelopes)
-    # The store as it was before 009: its migrations only, and history written into it.
-    chdb_database.command(
+def store_before_rollups(client: Client) -> None:
+    """The store as it was before 009: the earlier migrations only, recorded as applied."""
+    client.command(
         f"CREATE TABLE {MIGRATIONS_TABLE} (version UInt32, name String, applied_at DateTime DEFAULT now()) "
         "ENGINE = ReplacingMergeTree ORDER BY version"
     )
@@ -117,8 +115,14 @@ def test_backfill_on_an_existing_store_equals_rollups_filled_live(chdb_database:
         if version >= 9:
             break
         for statement in split_statements(sql):
-            chdb_database.command(statement)
-        chdb_database.insert(MIGRATIONS_TABLE, [[version, name]], column_names=["version", "name"])
+            client.command(statement)
+        client.insert(MIGRATIONS_TABLE, [[version, name]], column_names=["version", "name"])
+
+
+def test_backfill_on_an_existing_store_equals_rollups_filled_live(chdb_database: Client) -> None:
+    envelopes = history()
+    events, messages = split(envelopes)
+    store_before_rollups(chdb_database)  # and history written into it:
     insert_batch_raw(chdb_database, events, messages)
     insert_batch_raw(chdb_database, events[::2], messages)  # duplicates, before the rollups existed
     assert "009_rollups" in apply_migrations(chdb_database)
@@ -268,16 +272,7 @@ def test_cost_views_read_the_rollup_and_answer_what_usage_final_answers(chdb_dat
 
 
 def test_cost_backfill_equals_the_rollup_filled_live(chdb_database: Client) -> None:
-    chdb_database.command(
-        f"CREATE TABLE {MIGRATIONS_TABLE} (version UInt32, name String, applied_at DateTime DEFAULT now()) "
-        "ENGINE = ReplacingMergeTree ORDER BY version"
-    )
-    for version, name, sql in migrations():
-        if version >= 9:
-            break
-        for statement in split_statements(sql):
-            chdb_database.command(statement)
-        chdb_database.insert(MIGRATIONS_TABLE, [[version, name]], column_names=["version", "name"])
+    store_before_rollups(chdb_database)
     found = usage_batch()
     columns = [name for name, _ in USAGE_COLUMNS]
     # The store before 009 inserted into usage directly: copies and larger copies alike.
