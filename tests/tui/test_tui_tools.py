@@ -23,7 +23,6 @@ from agentwatch.store.queries import SESSIONS_LIMIT, Query
 from agentwatch.store.writes import insert_batch
 from agentwatch.tui.tools_rows import (
     WINDOW_ORDER,
-    session_details,
     sessions_query,
     tools_query,
     window_seconds,
@@ -205,7 +204,7 @@ EXPECTED_SESSIONS = {
 @pytest.mark.parametrize("window", WINDOW_ORDER)
 def test_sessions_per_window(store: Client, window: str) -> None:
     ids = [row["session_id"] for row in run(store, sessions_query(window))]
-    got = run(store, session_details(ids)) if ids else []
+    got = run(store, queries.session_details(ids)) if ids else []
     assert [tuple(row[k] for k in SESSION_KEYS) for row in got] == EXPECTED_SESSIONS[window]
     at_once = run(store, queries.active_sessions(window_seconds(window)))
     without_clock = [{k: v for k, v in row.items() if k != "seen_s"} for row in got]
@@ -274,7 +273,7 @@ SESSION_ROWS: list[list[Any]] = [
 
 
 # The dashboard's second question: the rows of the sessions the first one named.
-DETAILS = session_details([row[0] for row in SESSION_ROWS])
+DETAILS = queries.session_details([row[0] for row in SESSION_ROWS])
 
 
 class FakeStore:

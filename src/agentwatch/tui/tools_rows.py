@@ -75,11 +75,6 @@ def sessions_query(window: str) -> queries.Query:
     return queries.newest_sessions(window_seconds(window))
 
 
-def session_details(ids: list[str]) -> queries.Query:
-    """The rows of the sessions `ids`, as the sessions table shows them."""
-    return queries.session_details(ids)
-
-
 # -- the store's answer -------------------------------------------------------------------------
 
 

@@ -1,10 +1,10 @@
 """The "Tools and history" view of the dashboard: per-tool statistics and recent sessions, from SQL
 over the store, over a window of time the user picks.
 
-The queries are store/queries.py's (`tool_stats`, `active_sessions`), asked for one of the known
-windows and sorts of tools_rows.py. While the screen is shown, a timer asks the HistorySource
-again every few seconds from a thread worker, which posts the answer as a message; its handler
-paints. A store that is away is said on screen and asked again at the next tick.
+The queries are store/queries.py's (`tool_stats`, `newest_sessions` then `session_details`),
+asked for one of the known windows and sorts of tools_rows.py. While the screen is shown, a
+timer asks the HistorySource again every few seconds from a thread worker, which posts the answer
+as a message; its handler paints. A store that is away is said on screen and asked again at the next tick.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, get_current_worker
 
 from agentwatch.format import clock, one_line
+from agentwatch.store import queries
 from agentwatch.store.queries import SESSIONS_LIMIT
 from agentwatch.tui.common import Palette
 from agentwatch.tui.sources import HistorySource
@@ -43,7 +44,6 @@ from agentwatch.tui.tools_rows import (
     WINDOWS,
     records,
     session_cells,
-    session_details,
     sessions_query,
     tool_cells,
     tools_query,
@@ -169,7 +169,7 @@ class ToolsScreen(Screen[None]):
                 sessions = self.history.query(*sessions_query(window))
                 ids = [str(row[0]) for row in sessions.get("rows") or []]
                 if ids and "error" not in sessions and not worker.is_cancelled:
-                    sessions = self.history.query(*session_details(ids))
+                    sessions = self.history.query(*queries.session_details(ids))
             error = tools.get("error") or sessions.get("error")
         except Exception as exc:  # OSError, LookupError, a timeout: never a traceback on screen
             answer = self.Answered(
