@@ -99,7 +99,7 @@ def clickhouse_sizes(messages: list[tuple[str, str, bytes]], workdir: str) -> No
             [b for s, _, b in chunk if not s.startswith(MSG_PREFIX)],
             [b for s, _, b in chunk if s.startswith(MSG_PREFIX)],
         )
-    for table in ("events", "messages", "call_events", "event_ids"):
+    for table in ("events", "messages", "call_rollup", "event_ids"):
         client.command(f"OPTIMIZE TABLE {table} FINAL")
     body_bytes = sum(len(b) for b in events)
     print(f"\nClickHouse (embedded chDB {client.server_version}), after OPTIMIZE TABLE ... FINAL")
@@ -117,7 +117,7 @@ def clickhouse_sizes(messages: list[tuple[str, str, bytes]], workdir: str) -> No
             f"{raw / rows:7,.1f} B/row uncompressed, {disk / rows:7,.1f} B/row on disk "
             f"(ratio {raw / max(packed, 1):.1f}x); {disk / rows * 1e6 / 1e9:.2f} GB per million rows on disk"
         )
-    # What the rollups and call_events (009_rollups.sql) add, per stored event: they grow with the
+    # What the rollups, call_rollup and event_ids (009, 010) add, per stored event: they grow with the
     # tools, sessions, agents and hours, not with the events, so this share shrinks as history grows.
     extra = client.query(
         "SELECT sum(data_compressed_bytes), sum(data_uncompressed_bytes), groupArray(table) "
@@ -126,7 +126,7 @@ def clickhouse_sizes(messages: list[tuple[str, str, bytes]], workdir: str) -> No
     ).result_rows[0]
     n_events = max(len(events), 1)
     print(
-        f"  rollups, call_events and event_ids together: {int(extra[0]) / n_events:,.1f} B per event "
+        f"  rollups, call_rollup and event_ids together: {int(extra[0]) / n_events:,.1f} B per event "
         f"compressed, {int(extra[1]) / n_events:,.1f} B uncompressed ({len(set(extra[2]))} tables)"
     )
     limit = os.environ.get("AGENTWATCH_STORE_FIELD_MAX_BYTES", "16384 (the default)")

@@ -2,7 +2,7 @@
 -- edit. Change the migrations (or the rules in cluster.py), then regenerate:
 --   python -m agentwatch.store.cluster > deploy/clickhouse/schema-cluster.sql
 --
--- agentwatch's schema for a ClickHouse cluster: the single-node migrations (001_events to 009_rollups),
+-- agentwatch's schema for a ClickHouse cluster: the single-node migrations (001_events to 010_call_rollup),
 -- with replicated local tables and Distributed tables over them under the single-node names, so
 -- the store and every query run unchanged: the store inserts into, and queries read, the names
 -- without _local.
@@ -39,8 +39,8 @@
 --   cost_by_day               Distributed over cost_by_day_local, sharded by cityHash64(team)
 --   session_cost_local        ReplicatedAggregatingMergeTree, one copy per replica of a shard
 --   session_cost              Distributed over session_cost_local, sharded by cityHash64(session_id)
---   call_events_local         ReplicatedReplacingMergeTree, one copy per replica of a shard
---   call_events               Distributed over call_events_local, sharded by cityHash64(id)
+--   call_rollup_local         ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   call_rollup               Distributed over call_rollup_local, sharded by cityHash64(session_id, tool_use_id)
 --   message_envelopes         Null, on every node (keeps nothing)
 --   usage_in                  Null, on every node (keeps nothing)
 --   message_envelopes_mv      materialized view to messages
@@ -66,8 +66,8 @@
 --   session_cost_mv           materialized view to session_cost
 --   tool_stats                view
 --   team_edges                view
---   call_events_mv            materialized view to call_events_local, per shard
 --   tool_calls_since          view
+--   call_rollup_mv            materialized view to call_rollup_local, per shard
 --
 -- Sharding (SHARDING_KEYS in cluster.py): events and messages by cityHash64(id). A redelivered
 -- event has the same id, so both copies land on the same shard and the ReplacingMergeTree
@@ -98,7 +98,7 @@
 --
 --   ALTER TABLE events_local ON CLUSTER '{cluster}' MODIFY TTL toDateTime(timestamp) + INTERVAL 90 DAY;
 --   ALTER TABLE messages_local ON CLUSTER '{cluster}' MODIFY TTL toDateTime(timestamp) + INTERVAL 90 DAY;
---   ALTER TABLE call_events_local ON CLUSTER '{cluster}' MODIFY TTL toDateTime(timestamp) + INTERVAL 90 DAY;
+--   ALTER TABLE call_rollup_local ON CLUSTER '{cluster}' MODIFY TTL toDateTime(hour) + INTERVAL 90 DAY;
 --
 -- Statements end with a semicolon at the end of a line, and nowhere else (as in the migrations).
 
@@ -1713,3 +1713,128 @@ FROM call_events
 WHERE timestamp >= {since:DateTime64(3, 'UTC')}
 GROUP BY session_id, tool_use_id
 HAVING max(event = 'PreToolUse');
+
+-- 010_call_rollup ---------------------------------------------------------------------------------
+-- call_rollup: one row per tool call and UTC hour (keyed by a hash of the call, then the call),
+-- the call and its result folded together by the engine's merges, so that a per-call question
+-- about a window (tool_calls_since) reads rows that are already paired instead of pairing every
+-- call of the window at query time. It replaces
+-- call_events (009), which kept the events and paired them per query: at 10M events a day's
+-- calls took 150 to 200 ms to pair; here they take a scan (docs/benchmarks.md).
+--
+-- Every column is a key or a min/max: folding the same event in twice changes nothing, so a
+-- redelivered event (which the writer keeps out anyway) or the backfill below meeting a row the
+-- view already wrote cannot count twice. A call's row is whole once its PreToolUse and its result
+-- are in one part of the same hour; until the merge that joins them (seconds for fresh parts), or
+-- when the result falls in the next hour, its rows are separate and tool_calls_since pairs those
+-- few at query time.
+--
+-- The call's fields (agent, team, agent_id, host, tool, text, started) are its PreToolUse's: the
+-- other events write '' or NULL there, so max/min pick the call's. outcome: 0 for the call itself,
+-- then 1 ok, 2 error, 3 interrupted, 4 denied; the largest wins, as in tool_calls' precedence.
+CREATE TABLE IF NOT EXISTS call_rollup_local ON CLUSTER '{cluster}'
+(
+    hour DateTime('UTC'),
+    call UInt64,
+    session_id String,
+    tool_use_id String,
+    agent SimpleAggregateFunction(max, LowCardinality(String)),
+    team SimpleAggregateFunction(max, LowCardinality(String)),
+    agent_id SimpleAggregateFunction(max, String),
+    host SimpleAggregateFunction(max, LowCardinality(String)),
+    tool SimpleAggregateFunction(max, LowCardinality(String)),
+    text SimpleAggregateFunction(max, String),
+    called SimpleAggregateFunction(max, Bool),
+    started SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
+    ended SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
+    duration_ms SimpleAggregateFunction(max, Nullable(Int64)),
+    outcome SimpleAggregateFunction(max, UInt8),
+    error SimpleAggregateFunction(max, String)
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/call_rollup', '{replica}')
+PARTITION BY toYYYYMM(hour)
+PRIMARY KEY (hour, call)
+ORDER BY (hour, call, session_id, tool_use_id);
+
+-- call_rollup: Distributed over call_rollup_local, under the single-node name.
+-- By cityHash64(session_id, tool_use_id): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS call_rollup ON CLUSTER '{cluster}' AS call_rollup_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'call_rollup_local', cityHash64(session_id, tool_use_id));
+
+-- call_rollup_mv: each shard rolls up its own rows into call_rollup_local.
+CREATE MATERIALIZED VIEW IF NOT EXISTS call_rollup_mv ON CLUSTER '{cluster}' TO call_rollup_local AS
+SELECT
+    toStartOfHour(timestamp) AS hour,
+    cityHash64(session_id, tool_use_id) AS call,
+    session_id,
+    tool_use_id,
+    if(event = 'PreToolUse', agent, '') AS agent,
+    if(event = 'PreToolUse', team, '') AS team,
+    if(event = 'PreToolUse', agent_id, '') AS agent_id,
+    if(event = 'PreToolUse', host, '') AS host,
+    if(event = 'PreToolUse', tool_name, '') AS tool,
+    if(event = 'PreToolUse', text, '') AS text,
+    event = 'PreToolUse' AS called,
+    if(event = 'PreToolUse', timestamp, NULL) AS started,
+    if(event = 'PreToolUse', NULL, timestamp) AS ended,
+    if(event = 'PreToolUse', NULL, duration_ms) AS duration_ms,
+    toUInt8(multiIf(
+        event = 'PermissionDenied', 4,
+        event = 'PostToolUseFailure' AND JSONExtractBool(data, 'is_interrupt'), 3,
+        event = 'PostToolUseFailure', 2,
+        event = 'PostToolUse', 1,
+        0
+    )) AS outcome,
+    if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS error
+FROM events_local
+WHERE tool_use_id != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied');
+
+-- tool_calls_since(since = ...): the `tool_calls` columns for the calls that started at or after
+-- `since`, from that window of call_rollup only:
+--   SELECT * FROM tool_calls_since(since = now64(3) - INTERVAL 1 HOUR) WHERE status = 'error'
+-- The calls whose every row in the window is whole (a call and its result in one row: nearly all)
+-- are read as they are. The others (a fresh part not merged yet, a result in the next hour, a call
+-- still running, a second result) are paired per query from all their rows: `split`, the hashes of
+-- those calls, is small. A hash shared by two calls only sends a whole row to the pairing, which
+-- groups by the call itself. A result is paired with its call when both are in the window (a
+-- result comes after its call); the results of calls started before `since` are left out, so no
+-- row is an orphan.
+CREATE OR REPLACE VIEW tool_calls_since ON CLUSTER '{cluster}' AS
+WITH split AS (
+    SELECT call FROM call_rollup
+    WHERE hour >= toStartOfHour({since:DateTime64(3, 'UTC')}) AND NOT (called AND outcome > 0)
+)
+SELECT
+    session_id, tool_use_id, agent, team, agent_id, host, tool, text, started, ended,
+    coalesce(duration_ms, dateDiff('millisecond', started, ended)) AS duration_ms,
+    ['running', 'ok', 'error', 'interrupted', 'denied'][outcome + 1] AS status,
+    error
+FROM call_rollup
+WHERE hour >= toStartOfHour({since:DateTime64(3, 'UTC')}) AND called AND outcome > 0
+    AND started >= {since:DateTime64(3, 'UTC')} AND call NOT IN split
+UNION ALL
+SELECT
+    r.session_id AS session_id,
+    r.tool_use_id AS tool_use_id,
+    max(r.agent) AS agent,
+    max(r.team) AS team,
+    max(r.agent_id) AS agent_id,
+    max(r.host) AS host,
+    max(r.tool) AS tool,
+    max(r.text) AS text,
+    min(r.started) AS started,
+    max(r.ended) AS ended,
+    coalesce(max(r.duration_ms), dateDiff('millisecond', started, ended)) AS duration_ms,
+    ['running', 'ok', 'error', 'interrupted', 'denied'][max(r.outcome) + 1] AS status,
+    max(r.error) AS error
+FROM call_rollup AS r
+WHERE r.hour >= toStartOfHour({since:DateTime64(3, 'UTC')}) AND r.call IN split
+GROUP BY r.session_id, r.tool_use_id
+HAVING max(r.called) AND started >= {since:DateTime64(3, 'UTC')};
+
+-- call_events is no longer read: its view stops, and the table (a copy of events) goes.
+DROP VIEW IF EXISTS call_events_mv ON CLUSTER '{cluster}';
+
+DROP TABLE IF EXISTS call_events ON CLUSTER '{cluster}' SYNC;
+
+DROP TABLE IF EXISTS call_events_local ON CLUSTER '{cluster}' SYNC;

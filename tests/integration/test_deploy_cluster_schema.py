@@ -60,8 +60,10 @@ def cluster_statements(text: str | None = None) -> list[str]:
 def single_node(statement: str) -> str:
     """The statement as one node without a cluster runs it: no ON CLUSTER, Replicated* engines
     as their plain forms, a Distributed table as a Merge table over its local table (reads, FINAL
-    included, go through it the same way)."""
-    out = statement.replace(ON_CLUSTER, "")
+    included, go through it the same way), a drop without SYNC (which a replicated table needs on a
+    cluster, and which the embedded engine of the tests never returns from: see chdb_database in
+    tests/services.py)."""
+    out = statement.replace(ON_CLUSTER, "").removesuffix(" SYNC")
 
     def plain(match: re.Match[str]) -> str:
         engine = match.group(1).removeprefix("Replicated")
@@ -79,9 +81,9 @@ def test_cluster_statements_run_on_the_cluster() -> None:
     assert statements
     for statement in statements:
         head = _body(statement).split("\n")[0]
-        assert head.startswith(("CREATE ", "ALTER TABLE ")), head
+        assert head.startswith(("CREATE ", "ALTER TABLE ", "DROP TABLE IF EXISTS ", "DROP VIEW IF EXISTS "))
         assert ON_CLUSTER in head, head
-        assert "IF NOT EXISTS" in head or "OR REPLACE" in head, head
+        assert "IF NOT EXISTS" in head or "OR REPLACE" in head or "IF EXISTS" in head, head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
     assert len(replicated) == 6 + len(
         ROLLUP_TABLES
@@ -123,7 +125,10 @@ ROLLUP_TABLES = (
     "cost_by_day",
     "session_cost",
     "call_events",
+    "call_rollup",
 )
+# Created by one migration, dropped by a later one (010 drops call_events).
+DROPPED = ("call_events",)
 
 
 def test_cluster_views_are_the_single_node_views() -> None:
@@ -260,6 +265,10 @@ def test_cluster_views_answer_like_the_single_node(schemas: tuple[Client, Client
         got = cluster_client.query(sql).result_rows
         assert got
         assert got == single_client.query(sql).result_rows, view
+    calls = "SELECT * FROM tool_calls_since(since = '2000-01-01') ORDER BY session_id, tool_use_id"
+    got = cluster_client.query(calls).result_rows
+    assert got
+    assert got == single_client.query(calls).result_rows
     count = "SELECT count() FROM events FINAL"
     assert cluster_client.command(count) == single_client.command(count) == len(bodies)
 
@@ -332,7 +341,7 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
         "alerts",
         "calls",
         "costs",
-        *ROLLUP_TABLES,
+        *(table for table in ROLLUP_TABLES if table not in DROPPED),
     )
     local = {name + "_local" for name in sharded}
     cluster_names = {row[0] for row in cluster_client.query(tables).result_rows}

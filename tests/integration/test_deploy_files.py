@@ -8,7 +8,7 @@
 - clickhouse/schema-cluster.sql: in test_deploy_cluster_schema.py (it is generated from the
   migrations, and applied to an embedded chDB);
 - clickhouse/users.d and config.d: valid XML, a read-only reader, a store without DROP (but of the
-  views a migration replaces) or ALTER.
+  views a migration replaces or drops, and of the copies it drops) or ALTER.
 """
 
 from __future__ import annotations
@@ -379,24 +379,37 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
     assert granted == {"SELECT", "INSERT", "CREATE TABLE", "CREATE VIEW", "ALTER ADD COLUMN"}
     for word in ("DROP", "TRUNCATE", "ALL", "OPTIMIZE", "SYSTEM", "ACCESS", "DELETE", "UPDATE", "MODIFY"):
         assert not any(word in p for p in granted), word
-    # Besides: DROP VIEW on single views, the ones a migration replaces (a view holds no data).
-    replaceable = set()
+    # Besides: DROP VIEW on single views, the ones a migration replaces or drops (a view holds no
+    # data), and DROP TABLE on single tables a migration drops, each a copy a materialized view
+    # filled from the events (never the events, messages, usage or alerts themselves).
+    grantable: dict[str, set[str]] = {"VIEW": set(), "TABLE": set()}
     for grant in grants(users, "agentwatch_store"):
         if grant not in database_wide:
-            match = re.fullmatch(r"GRANT DROP VIEW ON agentwatch\.(\w+)", grant.strip())
-            assert match, f"only DROP VIEW on a single view besides the database-wide grant: {grant}"
-            replaceable.add(match.group(1))
+            match = re.fullmatch(r"GRANT DROP (VIEW|TABLE) ON agentwatch\.(\w+)", grant.strip())
+            assert match, f"only DROP VIEW or DROP TABLE on one name besides the database-wide grant: {grant}"
+            grantable[match.group(1)].add(match.group(2))
     # Every statement the store's migrations run needs nothing more than CREATE TABLE or CREATE
-    # VIEW, ALTER ... ADD COLUMN (a new column never destroys anything), INSERT (a backfill), or
-    # replacing one of those views.
-    replaced = set()
+    # VIEW, ALTER ... ADD COLUMN (a new column never destroys anything), INSERT (a backfill),
+    # replacing or dropping one of those views, or dropping one of those copies.
+    dropped: dict[str, set[str]] = {"VIEW": set(), "TABLE": set()}
+    filled: set[str] = set()
     for _, name, sql in migrations():
         for statement in split_statements(sql):
             head = _body(statement).split("\n")[0]
             view = re.fullmatch(r"CREATE OR REPLACE VIEW (\w+) AS", head)
+            drop = re.fullmatch(r"DROP (VIEW|TABLE) IF EXISTS (\w+)", head)
             if view:
-                replaced.add(view.group(1))
+                dropped["VIEW"].add(view.group(1))
                 continue
+            if drop:
+                assert drop.group(1) == "VIEW" or drop.group(2) in filled, (
+                    f"{name}: {head} drops a table no materialized view filled"
+                )
+                dropped[drop.group(1)].add(drop.group(2))
+                continue
+            mv = re.fullmatch(r"CREATE MATERIALIZED VIEW IF NOT EXISTS \w+ TO (\w+) AS", head)
+            if mv:
+                filled.add(mv.group(1))
             assert head.startswith(
                 (
                     "CREATE TABLE IF NOT EXISTS",
@@ -407,13 +420,17 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
             ) or re.fullmatch(r"ALTER TABLE \w+ ADD COLUMN IF NOT EXISTS .*", head), (
                 f"{name}: {head} needs another privilege for agentwatch_store"
             )
-    assert replaced == replaceable == {"sessions", "agents", "session_costs", "agent_costs", "cost_daily"}
+    assert dropped == grantable
+    assert dropped["TABLE"] == {"call_events"}
+    kept = {"events", "messages", "message_envelopes", "usage", "alerts", "dead_letters"}
+    assert not dropped["TABLE"] & kept
 
 
 def _body(statement: str) -> str:
     code = [line for line in statement.splitlines() if not line.lstrip().startswith("--")]
     text = "\n".join(code)
-    return text[min(i for i in (text.find("CREATE"), text.find("ALTER"), text.find("INSERT")) if i >= 0) :]
+    heads = (text.find("CREATE"), text.find("ALTER"), text.find("INSERT"), text.find("DROP"))
+    return text[min(i for i in heads if i >= 0) :]
 
 
 def test_server_config_has_the_cluster_macros() -> None:

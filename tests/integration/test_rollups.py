@@ -70,6 +70,10 @@ def raw_view(name: str) -> str:
     raise LookupError(name)
 
 
+def count(client: Client, sql: str) -> int:
+    return int(client.query(sql).result_rows[0][0])
+
+
 def answers(client: Client, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in client.query(sql).result_rows]
 
@@ -85,6 +89,18 @@ def assert_rollups_match_raw(client: Client) -> None:
     assert answers(client, ROLLUP_TOOL_STATS) == answers(client, RAW_TOOL_STATS)
     assert answers(client, ROLLUP_EDGES) == answers(client, RAW_EDGES)
     assert answers(client, RAW_EDGES), "the scripted history has messages"
+    calls = answers(client, CALLS_SINCE)
+    assert calls == answers(client, RAW_CALLS_SINCE)
+    assert calls, "the history has tool calls"
+
+
+# The per-call view of a window, and the raw per-call view's answer for the same window.
+CALLS_SINCE = (
+    "SELECT * FROM tool_calls_since(since = now64(3) - INTERVAL 1 DAY) ORDER BY session_id, tool_use_id"
+)
+RAW_CALLS_SINCE = (
+    "SELECT * FROM tool_calls WHERE started >= now64(3) - INTERVAL 1 DAY ORDER BY session_id, tool_use_id"
+)
 
 
 def history() -> list[Envelope]:
@@ -97,7 +113,16 @@ def test_duplicates_and_redelivery_after_a_merge_are_counted_once(chdb_database:
     events, messages = split(envelopes)
     insert_batch(chdb_database, events + events[:5], messages + messages)  # repeats inside one batch
     insert_batch(chdb_database, events, messages)  # the whole batch again
-    for table in ("events", "messages", "event_ids", "tool_hourly", "session_rollup", "agent_rollup"):
+    merged = (
+        "events",
+        "messages",
+        "event_ids",
+        "tool_hourly",
+        "session_rollup",
+        "agent_rollup",
+        "call_rollup",
+    )
+    for table in merged:
         chdb_database.command(f"OPTIMIZE TABLE {table} FINAL")
     insert_batch(chdb_database, events[::3], messages[::2])  # redelivered after the merge
     stored = chdb_database.query("SELECT count() FROM events").result_rows[0][0]
@@ -105,14 +130,15 @@ def test_duplicates_and_redelivery_after_a_merge_are_counted_once(chdb_database:
     assert_rollups_match_raw(chdb_database)
 
 
-def store_before_rollups(client: Client) -> None:
-    """The store as it was before 009: the earlier migrations only, recorded as applied."""
+def store_before_rollups(client: Client, before: int = 9) -> None:
+    """The store as it was before migration `before` (009, the rollups): the earlier migrations
+    only, recorded as applied."""
     client.command(
         f"CREATE TABLE {MIGRATIONS_TABLE} (version UInt32, name String, applied_at DateTime DEFAULT now()) "
         "ENGINE = ReplacingMergeTree ORDER BY version"
     )
     for version, name, sql in migrations():
-        if version >= 9:
+        if version >= before:
             break
         for statement in split_statements(sql):
             client.command(statement)
@@ -128,6 +154,24 @@ def test_backfill_on_an_existing_store_equals_rollups_filled_live(chdb_database:
     assert "009_rollups" in apply_migrations(chdb_database)
     assert_rollups_match_raw(chdb_database)
     # Live from now on: new events and redeliveries on top of the backfill.
+    later = _scripted(time.time() - 5)
+    more_events, more_messages = split(later)
+    insert_batch(chdb_database, more_events + events[:7], more_messages)
+    assert_rollups_match_raw(chdb_database)
+
+
+def test_the_call_rollup_backfill_on_a_store_with_call_events_equals_it_filled_live(
+    chdb_database: Client,
+) -> None:
+    """010 on a store that ran 009: call_rollup is filled from call_events, which goes."""
+    events, messages = split(history())
+    store_before_rollups(chdb_database, before=10)
+    insert_batch(chdb_database, events, messages)  # the 009 write path: call_events filled live
+    assert count(chdb_database, "SELECT count() FROM call_events") > 10
+    assert apply_migrations(chdb_database) == ["010_call_rollup"]
+    tables = "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'call_%'"
+    assert sorted(r[0] for r in chdb_database.query(tables).result_rows) == ["call_rollup", "call_rollup_mv"]
+    assert_rollups_match_raw(chdb_database)
     later = _scripted(time.time() - 5)
     more_events, more_messages = split(later)
     insert_batch(chdb_database, more_events + events[:7], more_messages)
@@ -311,6 +355,28 @@ def test_tool_calls_since_answers_what_tool_calls_answers_and_reads_only_its_win
     plan = "\n".join(r[0] for r in chdb_database.query(f"EXPLAIN indexes = 1 {windowed}").result_rows)
     read, total = map(int, re.findall(r"Granules: (\d+)/(\d+)", plan)[0])  # of all the table's
     assert read * 10 < total, plan
+    # A call whose result falls in the next hour stays two rows in call_rollup, paired per query;
+    # the others, once merged, are one row each and read as they are.
+    hour = "toStartOfHour(now64(3) - INTERVAL 1 HOUR)"
+    columns = "id, timestamp, event, kind, agent, session_id, tool_name, tool_use_id, data"
+    failure = """'{"error": "Exit code 2", "is_interrupt": true}'"""
+    chdb_database.command(
+        f"INSERT INTO events ({columns}) VALUES "  # noqa: S608 (constants of this test)
+        f"('x-call', {hour} - INTERVAL 1 SECOND, 'PreToolUse', 'tool_call', 'a', 's-x', 'Bash', 'tu-x', "
+        "'{}'), "
+        f"('x-done', {hour} + INTERVAL 1 SECOND, 'PostToolUseFailure', 'tool_error', 'a', 's-x', 'Bash', "
+        f"'tu-x', {failure})"
+    )
+    chdb_database.command("OPTIMIZE TABLE call_rollup FINAL")
+    whole_rows = (
+        "SELECT count() FROM call_rollup WHERE called AND outcome > 0 AND hour >= now() - INTERVAL 2 HOUR"
+    )
+    assert count(chdb_database, whole_rows) > 10
+    assert chdb_database.command("SELECT count() FROM call_rollup WHERE tool_use_id = 'tu-x'") == 2
+    got = answers(chdb_database, windowed)
+    assert got == answers(chdb_database, whole)
+    crossing = [row for row in got if row[1] == "tu-x"]
+    assert [row[10:] for row in crossing] == [(2000, "interrupted", "Exit code 2")]  # duration, status, error
 
 
 def test_the_duplicate_check_finds_ids_of_any_text(chdb_database: Client) -> None:

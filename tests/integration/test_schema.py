@@ -586,16 +586,24 @@ def test_agent_state_follows_the_latest_event(
 
 
 def test_retention_ttl_is_set_changed_and_removed(store: Client) -> None:
-    old = build({"session_id": SESSION, "hook_event_name": "Stop"}, now=time.time() - 30 * 86400)
+    month_ago = time.time() - 30 * 86400
+    call = {"session_id": SESSION, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t-0"}
+    stop = {"session_id": SESSION, "hook_event_name": "Stop"}
+    old = build(stop, now=month_ago) + build(call, now=month_ago)
     new = build({"session_id": SESSION, "hook_event_name": "Stop"}, now=time.time() - 1)
     insert(store, old + new)
     assert table_ttl(store, "events") == ""
+    assert store.command("SELECT count() FROM call_rollup WHERE tool_use_id = 't-0'") == 1
 
     apply_migrations(store, retention_days=7)
     for table in ("events", "messages"):
         assert table_ttl(store, table).replace(" ", "") == "toDateTime(timestamp)+toIntervalDay(7)"
+    # One row per tool call: it expires with the events (its hour is the call's).
+    assert table_ttl(store, "call_rollup").replace(" ", "") == "toDateTime(hour)+toIntervalDay(7)"
     store.command("OPTIMIZE TABLE events FINAL")
-    assert store.command("SELECT count() FROM events") == 1  # the month-old event expired
+    store.command("OPTIMIZE TABLE call_rollup FINAL")
+    assert store.command("SELECT count() FROM events") == 1  # the month-old events expired
+    assert store.command("SELECT count() FROM call_rollup WHERE tool_use_id = 't-0'") == 0
 
     mutations = store.command("SELECT count() FROM system.mutations WHERE database = currentDatabase()")
     apply_migrations(store, retention_days=7)  # unchanged: no ALTER
@@ -606,7 +614,7 @@ def test_retention_ttl_is_set_changed_and_removed(store: Client) -> None:
     apply_migrations(store, retention_days=90)
     assert "toIntervalDay(90)" in table_ttl(store, "events")
     apply_migrations(store, retention_days=0)
-    assert table_ttl(store, "events") == "" and table_ttl(store, "messages") == ""
+    assert table_ttl(store, "events") == table_ttl(store, "messages") == table_ttl(store, "call_rollup") == ""
     apply_migrations(store, retention_days=0)  # no TTL to remove: no error
     with pytest.raises(ValueError, match="retention"):
         apply_migrations(store, retention_days=-1)

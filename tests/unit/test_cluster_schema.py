@@ -104,7 +104,7 @@ def with_extra(sql: str, name: str = "099_model") -> list[tuple[int, str, str]]:
 
 
 def heads(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith(("CREATE ", "ALTER "))]
+    return [line for line in text.splitlines() if line.startswith(("CREATE ", "ALTER ", "DROP "))]
 
 
 # 005_coverage: each column on the local table and on the Distributed one.
@@ -199,6 +199,14 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE TABLE IF NOT EXISTS call_events {ON_CLUSTER} AS call_events_local",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS call_events_mv {ON_CLUSTER} TO call_events_local AS",
         f"CREATE VIEW IF NOT EXISTS tool_calls_since {ON_CLUSTER} AS",
+        # 010: call_rollup replaces call_events; a dropped table goes with its local table.
+        f"CREATE TABLE IF NOT EXISTS call_rollup_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS call_rollup {ON_CLUSTER} AS call_rollup_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS call_rollup_mv {ON_CLUSTER} TO call_rollup_local AS",
+        f"CREATE OR REPLACE VIEW tool_calls_since {ON_CLUSTER} AS",
+        f"DROP VIEW IF EXISTS call_events_mv {ON_CLUSTER};",
+        f"DROP TABLE IF EXISTS call_events {ON_CLUSTER} SYNC;",
+        f"DROP TABLE IF EXISTS call_events_local {ON_CLUSTER} SYNC;",
     ]
 
 
@@ -216,7 +224,7 @@ def test_the_output_splits_like_a_migration() -> None:
     assert (
         len(statements)
         == len(heads(text))
-        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 2 + 12 + 7 + 4 + 8
+        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 2 + 12 + 7 + 4 + 8 + 4 + 3
     )
     assert all(ON_CLUSTER in s for s in statements)
 
@@ -250,7 +258,9 @@ def test_main_reports_a_refusal_on_stderr(capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize(
     ("sql", "reason"),
     [
-        ("DROP TABLE events;", "no rule for this kind of statement"),
+        ("DROP TABLE events;", "a drop the generator knows is `DROP TABLE|VIEW IF EXISTS name`"),
+        ("DROP TABLE IF EXISTS nothing;", "nothing is not a table created by an earlier statement"),
+        ("DROP VIEW IF EXISTS events;", "events is not a view created by an earlier statement"),
         ("DELETE FROM events WHERE id = 'x';", "no rule for this kind of statement"),
         ("CREATE TABLE IF NOT EXISTS k (a UInt8) ENGINE = Memory;", "no rule for ENGINE = Memory"),
         ("CREATE TABLE k (a UInt8) ENGINE = MergeTree ORDER BY a;", "CREATE TABLE IF NOT EXISTS name"),
@@ -300,6 +310,19 @@ def test_an_unknown_construct_is_refused_with_the_statement_named(sql: str, reas
     head = sql.rstrip(";").split("\n")[0]
     assert message.startswith(f"009_bad.sql, statement 2 (`{head}`): ")
     assert reason in message
+
+
+def test_a_dropped_table_leaves_the_inventory_and_keeps_its_sharding_key() -> None:
+    text = cluster_schema()
+    inventory = text[: text.index("-- 001_events ")]
+    assert "call_rollup_local " in inventory
+    assert "call_events" not in inventory
+    assert "call_events_mv" not in inventory
+    # Created by 009, dropped by 010: its key still names a table a migration shards.
+    assert "call_events" in SHARDING_KEYS
+    # A name dropped is free again for a later migration.
+    again = "CREATE TABLE IF NOT EXISTS call_events (id String) ENGINE = MergeTree ORDER BY id;\n"
+    assert "CREATE TABLE IF NOT EXISTS call_events_local" in cluster_schema(with_extra(again))
 
 
 def test_a_sharding_key_for_no_table_is_refused() -> None:

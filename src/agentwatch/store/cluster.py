@@ -69,6 +69,10 @@ SHARDING_KEYS: Mapping[str, str] = {
     "agent_rollup": "cityHash64(agent)",
     "edge_hourly": "cityHash64(from_agent)",
     "call_events": "cityHash64(id)",
+    # Its view writes each shard's events to that shard, so a call and its result may be on two
+    # shards: tool_calls_since then pairs the two halves over the Distributed table (exact, but
+    # not folded in advance).
+    "call_rollup": "cityHash64(session_id, tool_use_id)",
     # Filled through their Distributed tables (their views read the Null usage_in).
     "cost_hourly": "cityHash64(agent)",
     "session_cost": "cityHash64(session_id)",
@@ -104,6 +108,7 @@ _MATERIALIZED = re.compile(
     re.DOTALL,
 )
 _ALTER = re.compile(r"ALTER TABLE (?P<name>\w+)(?P<actions>\s.*)", re.DOTALL)
+_DROP = re.compile(r"DROP (?P<kind>TABLE|VIEW) IF EXISTS (?P<name>\w+)")
 _ADD_COLUMN = re.compile(r"ADD COLUMN\s+(?P<exists>IF NOT EXISTS\s+)?\S")
 _SOURCE = re.compile(r"\b(?:FROM|JOIN)\s+(\S+)")
 _NOT_A_DEFINITION = re.compile(r"\bAS\s+SELECT\b|\bEMPTY\b|\bPOPULATE\b")
@@ -134,6 +139,7 @@ class ClusterSchema:
     sharded: dict[str, str] = field(default_factory=dict)  # table -> its replicated engine
     everywhere: set[str] = field(default_factory=set)  # tables on every node (Null)
     views: dict[str, str] = field(default_factory=dict)  # view -> "view" / "materialized view to t"
+    dropped: set[str] = field(default_factory=set)  # sharded tables a later migration dropped
 
     def names(self) -> set[str]:
         local = {table + LOCAL_SUFFIX for table in self.sharded}
@@ -151,6 +157,8 @@ class ClusterSchema:
             return self._alter(code)
         if code.startswith("INSERT INTO "):
             return []  # a backfill: see the module's docstring
+        if code.startswith("DROP "):
+            return self._drop(code)
         raise ClusterSchemaError("no rule for this kind of statement")
 
     def _new_name(self, name: str, *also: str) -> None:
@@ -279,6 +287,30 @@ class ClusterSchema:
             ),
         ]
 
+    def _drop(self, code: str) -> list[Statement]:
+        match = _DROP.fullmatch(code)
+        if match is None:
+            raise ClusterSchemaError("a drop the generator knows is `DROP TABLE|VIEW IF EXISTS name`")
+        kind, name = match["kind"], match["name"]
+        if kind == "VIEW":
+            if name not in self.views:
+                raise ClusterSchemaError(f"{name} is not a view created by an earlier statement")
+            del self.views[name]
+            return [Statement(f"DROP VIEW IF EXISTS {name} {ON_CLUSTER}")]
+        if name in self.everywhere:
+            self.everywhere.discard(name)
+            return [Statement(f"DROP TABLE IF EXISTS {name} {ON_CLUSTER}")]
+        if name not in self.sharded:
+            raise ClusterSchemaError(f"{name} is not a table created by an earlier statement")
+        del self.sharded[name]
+        self.dropped.add(name)
+        # SYNC: the replicas' coordination paths go with the tables, so that applying the whole
+        # file again (which creates the table, then drops it here) finds them free.
+        return [
+            Statement(f"DROP TABLE IF EXISTS {name} {ON_CLUSTER} SYNC"),
+            Statement(f"DROP TABLE IF EXISTS {name}{LOCAL_SUFFIX} {ON_CLUSTER} SYNC"),
+        ]
+
 
 def _known_engines() -> str:
     return ", ".join(sorted(MERGE_TREES))
@@ -384,7 +416,7 @@ def cluster_schema(
             generated[0] = Statement(first.sql, joined)
             statements.extend(s.text() for s in generated)
         sections.append(_section(name) + "\n" + "\n\n".join(statements))
-    unused = sorted(set(sharding_keys) - set(schema.sharded))
+    unused = sorted(set(sharding_keys) - set(schema.sharded) - schema.dropped)
     if unused:
         raise ClusterSchemaError(f"SHARDING_KEYS names {', '.join(unused)}, which no migration shards")
     names = [name for _, name, _ in found]
@@ -408,8 +440,8 @@ def _header(schema: ClusterSchema, names: Sequence[str]) -> str:
     span = f"{names[0]} to {names[-1]}" if names else "none"
     ttl = [
         f"--   ALTER TABLE {table}{LOCAL_SUFFIX} {ON_CLUSTER} MODIFY TTL "
-        "toDateTime(timestamp) + INTERVAL 90 DAY;"
-        for table in RETENTION_TABLES
+        f"toDateTime({column}) + INTERVAL 90 DAY;"
+        for table, column in RETENTION_TABLES.items()
     ]
     lines = [
         "-- GENERATED from src/agentwatch/store/schema/*.sql by src/agentwatch/store/cluster.py: do not",

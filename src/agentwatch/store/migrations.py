@@ -18,6 +18,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from importlib.resources.abc import Traversable
 
     from clickhouse_connect.driver.client import Client
@@ -25,9 +26,10 @@ if TYPE_CHECKING:
 SCHEMA_DIR: Traversable = files("agentwatch.store").joinpath("schema")
 
 MIGRATIONS_TABLE = "schema_migrations"
-# Tables whose rows expire after the retention period (apply_migrations / set_retention): the
-# raw events and messages, and call_events (009), the narrow copy of the tool-call events.
-RETENTION_TABLES: tuple[str, ...] = ("events", "messages", "call_events")
+# Tables whose rows expire after the retention period (apply_migrations / set_retention), each
+# with the time column its TTL counts from: the raw events and messages, and call_rollup (010),
+# one row per tool call. The other rollups hold a few rows per hour, agent or session: kept.
+RETENTION_TABLES: Mapping[str, str] = {"events": "timestamp", "messages": "timestamp", "call_rollup": "hour"}
 
 # Created before anything else: it records which files were applied. ReplacingMergeTree on
 # version, so two processes applying the same file at once still leave one row per version.
@@ -129,15 +131,16 @@ def table_ttl(client: Client, table: str) -> str:
 
 
 def set_retention(client: Client, days: int) -> None:
-    """Rows of events and messages expire `days` days after their timestamp; 0 removes the TTL.
+    """Rows of events and messages (and of call_rollup) expire `days` days after their timestamp;
+    0 removes the TTL.
 
     A table whose TTL already says so is left alone: changing a TTL rewrites the table's parts.
     """
-    for table in RETENTION_TABLES:
+    for table, column in RETENTION_TABLES.items():
         current = table_ttl(client, table)
         if days > 0:
-            if current.replace(" ", "") == f"toDateTime(timestamp)+toIntervalDay({days})":
+            if current.replace(" ", "") == f"toDateTime({column})+toIntervalDay({days})":
                 continue
-            client.command(f"ALTER TABLE {table} MODIFY TTL toDateTime(timestamp) + INTERVAL {int(days)} DAY")
+            client.command(f"ALTER TABLE {table} MODIFY TTL toDateTime({column}) + INTERVAL {int(days)} DAY")
         elif current:
             client.command(f"ALTER TABLE {table} REMOVE TTL")
