@@ -126,6 +126,7 @@ ROLLUP_TABLES = (
     "session_cost",
     "call_events",
     "call_rollup",
+    "tool_daily",
 )
 # Created by one migration, dropped by a later one (010 drops call_events).
 DROPPED = ("call_events",)

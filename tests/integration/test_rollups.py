@@ -53,6 +53,10 @@ ROLLUP_TOOL_STATS = (
     "SELECT tool, calls, failures, interrupted, denied, finished, failure_pct, timed, p50_ms, p95_ms, "
     "max_ms, unpaired, last_error FROM tool_stats WHERE window = 'all' ORDER BY tool"
 )
+DASHBOARD_TOOL_COLUMNS = (
+    "SELECT tool, calls, failures, denied, finished, failure_pct, timed, p50_ms, p95_ms, max_ms, unpaired, "
+    "last_error FROM tool_stats WHERE window = 'all' ORDER BY tool"
+)
 RAW_EDGES = (
     "SELECT team, from_agent, to_agent, count() AS messages, max(timestamp) AS last_at, "
     "argMax(summary, (timestamp, id)) AS last_summary FROM messages FINAL "
@@ -87,6 +91,11 @@ def assert_rollups_match_raw(client: Client) -> None:
         assert rolled == raw, name
         assert raw, name
     assert answers(client, ROLLUP_TOOL_STATS) == answers(client, RAW_TOOL_STATS)
+    # The dashboard's tools over all time (tool_daily) answer what the view's window 'all' does.
+    tools = queries.tool_stats(None, limit=1000)
+    dashboard = [(*row[:7], *row[8:]) for row in client.query(tools.sql, parameters=tools.params).result_rows]
+    view = answers(client, DASHBOARD_TOOL_COLUMNS)
+    assert sorted(map(tuple, dashboard), key=lambda row: row[0]) == view
     assert answers(client, ROLLUP_EDGES) == answers(client, RAW_EDGES)
     assert answers(client, RAW_EDGES), "the scripted history has messages"
     calls = answers(client, CALLS_SINCE)
@@ -168,7 +177,7 @@ def test_the_call_rollup_backfill_on_a_store_with_call_events_equals_it_filled_l
     store_before_rollups(chdb_database, before=10)
     insert_batch(chdb_database, events, messages)  # the 009 write path: call_events filled live
     assert count(chdb_database, "SELECT count() FROM call_events") > 10
-    assert apply_migrations(chdb_database) == ["010_call_rollup"]
+    assert apply_migrations(chdb_database) == ["010_call_rollup", "011_tool_daily"]
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'call_%'"
     assert sorted(r[0] for r in chdb_database.query(tables).result_rows) == ["call_rollup", "call_rollup_mv"]
     assert_rollups_match_raw(chdb_database)

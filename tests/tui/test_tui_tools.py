@@ -295,7 +295,7 @@ class FakeStore:
             raise self.unreachable
         if self.error is not None:
             return {"error": self.error}
-        if "FROM tool_hourly" in sql:
+        if "FROM tool_hourly" in sql or "FROM tool_daily" in sql:
             return {"columns": TOOL_COLUMNS, "rows": TOOL_ROWS}
         if "FROM sessions" not in sql:  # the first question: the newest ids
             assert "FROM session_rollup" in sql, sql

@@ -207,6 +207,11 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"DROP VIEW IF EXISTS call_events_mv {ON_CLUSTER};",
         f"DROP TABLE IF EXISTS call_events {ON_CLUSTER} SYNC;",
         f"DROP TABLE IF EXISTS call_events_local {ON_CLUSTER} SYNC;",
+        # 011: tool_hourly folded into days, by a view over tool_hourly's local table per shard.
+        f"CREATE TABLE IF NOT EXISTS tool_daily_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS tool_daily {ON_CLUSTER} AS tool_daily_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS tool_daily_mv {ON_CLUSTER} TO tool_daily_local AS",
+        f"CREATE OR REPLACE VIEW tool_stats {ON_CLUSTER} AS",
     ]
 
 
@@ -224,7 +229,7 @@ def test_the_output_splits_like_a_migration() -> None:
     assert (
         len(statements)
         == len(heads(text))
-        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 2 + 12 + 7 + 4 + 8 + 4 + 3
+        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 2 + 12 + 7 + 4 + 8 + 4 + 3 + 4
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -64,6 +64,7 @@ SHARDING_KEYS: Mapping[str, str] = {
     # shards, so the key only spreads the rows the backfill inserts through the Distributed table.
     "event_ids": "cityHash64(id)",
     "tool_hourly": "cityHash64(tool)",
+    "tool_daily": "cityHash64(tool)",
     "session_rollup": "cityHash64(session_id)",
     "session_seq_rollup": "cityHash64(session_id)",
     "agent_rollup": "cityHash64(agent)",

@@ -243,7 +243,8 @@ TOOL_SORTS: dict[str, str] = {
 }
 
 # Read from the tool_hourly rollup (009_rollups.sql): the cost does not grow with the history.
-# A window is made of whole UTC hours, the hours that began within it and the current one.
+# A window is made of whole UTC hours, the hours that began within it and the current one; all
+# time is read from tool_daily (011_tool_daily.sql), the same states folded into days.
 _TOOL_STATS_SQL = """\
 SELECT
     tool,
@@ -256,10 +257,10 @@ SELECT
     quantilesTimingMerge(0.5, 0.95)(durations) AS q,
     if(timed = 0, NULL, toInt64(q[1])) AS p50_ms,
     if(timed = 0, NULL, toInt64(q[2])) AS p95_ms,
-    max(tool_hourly.max_ms) AS max_ms,
+    max({table}.max_ms) AS max_ms,
     toUInt64(greatest(toInt64(calls) - toInt64(finished), 0)) AS unpaired,
     argMaxMerge(last_error) AS last_error
-FROM tool_hourly
+FROM {table}
 {where}GROUP BY tool
 ORDER BY {order}
 LIMIT {{limit:UInt32}}"""
@@ -333,15 +334,16 @@ def _window_params(window_s: int | None, limit: int) -> dict[str, Any]:
 
 def tool_stats(window_s: int | None, sort: str = "calls", limit: int = TOOLS_LIMIT) -> Query:
     """One row per tool over the UTC hours that began in the last `window_s` seconds, the current
-    one included (None: ever), from the tool_hourly rollup: calls (PreToolUse), failures
+    one included (None: ever, from tool_daily), from the tool_hourly rollup: calls (PreToolUse), failures
     (PostToolUseFailure, interrupted included), denied, the failure rate over finished calls
     (results of any kind), p50/p95 (quantileTiming: exact below 1 s, to 16 ms below 30 s, 30,000
     for longer) and max duration in ms over the results that report one, unpaired (calls minus
     results, when positive) and the latest error text. See `tool_stats` in docs/queries.md."""
     if sort not in TOOL_SORTS:
         raise ValueError(f"unknown sort {sort!r}: one of {', '.join(TOOL_SORTS)}")
-    where = "" if window_s is None else _TOOLS_IN_WINDOW
-    return Query(_TOOL_STATS_SQL.format(where=where, order=TOOL_SORTS[sort]), _window_params(window_s, limit))
+    where, table = ("", "tool_daily") if window_s is None else (_TOOLS_IN_WINDOW, "tool_hourly")
+    sql = _TOOL_STATS_SQL.format(where=where, order=TOOL_SORTS[sort], table=table)
+    return Query(sql, _window_params(window_s, limit))
 
 
 def newest_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
