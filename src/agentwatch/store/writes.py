@@ -78,12 +78,8 @@ def new_only(
     ids = [envelope_id(b) for b in events], [envelope_id(b) for b in messages]
     high = str(client.query("SELECT max(id) FROM event_ids").result_rows[0][0])
     wanted = sorted({i for group in ids for i in group if i and i <= high})
-    if _PLAIN_IDS.fullmatch(",".join(wanted)):
-        plain, odd = wanted, []
-    else:
-        plain = [i for i in wanted if _PLAIN_IDS.fullmatch(i)]
-        odd = [i for i in wanted if not _PLAIN_IDS.fullmatch(i)]
-    seen = _stored_plain(client, plain) | _stored(client, odd)
+    seen = _stored(client, [i for i in wanted if _PLAIN_ID.fullmatch(i)], plain=True)
+    seen |= _stored(client, [i for i in wanted if not _PLAIN_ID.fullmatch(i)], plain=False)
     kept: tuple[list[bytes], list[bytes]] = ([], [])
     for bodies, group_ids, out in ((events, ids[0], kept[0]), (messages, ids[1], kept[1])):
         for body, key in zip(bodies, group_ids, strict=True):
@@ -95,35 +91,26 @@ def new_only(
     return kept
 
 
-# The ids made of these characters only (every id the emitter makes: a ULID) go into the query's
+# An id made of these characters only (every id the emitter makes: a ULID) goes into the query's
 # text, comma-joined in one string literal that the engine splits: clickhouse-connect escapes a
 # parameter string one character at a time in Python, which was three quarters of the lookup's
-# cost (and an Array parameter is quoted and parsed id by id). Nothing in them needs escaping.
-_PLAIN_IDS = re.compile(r"[0-9A-Za-z_.:,-]*")
+# cost (and an Array parameter is quoted and parsed id by id). Nothing in it needs escaping.
+_PLAIN_ID = re.compile(r"[0-9A-Za-z_.:-]+")
 
 
-def _stored_plain(client: Client, ids: list[str]) -> set[str]:
-    """Which of `ids` (each matching _PLAIN_IDS) are in event_ids."""
+def _stored(client: Client, ids: list[str], *, plain: bool) -> set[str]:
+    """Which of `ids` are in event_ids: plain ones (_PLAIN_ID) asked in the query's text, the
+    others (quotes, newlines: no emitter writes one) as an Array parameter. In chunks: over HTTP
+    the parameters travel in the URL, which a ClickHouse server caps at 1 MiB."""
     found: set[str] = set()
     for at in range(0, len(ids), _LOOKUP_CHUNK):
-        joined = ",".join(ids[at : at + _LOOKUP_CHUNK])
-        rows = client.query(
-            f"SELECT id FROM event_ids WHERE id IN (SELECT arrayJoin(splitByChar(',', '{joined}')))"  # noqa: S608 - _PLAIN_IDS only
-        ).result_rows
-        found.update(str(row[0]) for row in rows)
-    return found
-
-
-def _stored(client: Client, ids: list[str]) -> set[str]:
-    """Which of `ids` (any text: quotes, newlines) are in event_ids, asked with the ids as an
-    Array parameter. In chunks: over HTTP the parameters travel in the URL, which a ClickHouse
-    server caps at 1 MiB."""
-    found: set[str] = set()
-    for at in range(0, len(ids), _LOOKUP_CHUNK):
-        rows = client.query(
-            "SELECT id FROM event_ids WHERE id IN {ids:Array(String)}",
-            parameters={"ids": ids[at : at + _LOOKUP_CHUNK]},
-        ).result_rows
+        chunk = ids[at : at + _LOOKUP_CHUNK]
+        if plain:
+            among, params = f"(SELECT arrayJoin(splitByChar(',', '{','.join(chunk)}')))", None
+        else:
+            among, params = "{ids:Array(String)}", {"ids": chunk}
+        sql = f"SELECT id FROM event_ids WHERE id IN {among}"  # noqa: S608 - plain ids only
+        rows = client.query(sql, parameters=params).result_rows
         found.update(str(row[0]) for row in rows)
     return found
 
