@@ -377,10 +377,13 @@ def test_tool_calls_since_answers_what_tool_calls_answers_and_reads_only_its_win
         f"'tu-x', {failure})"
     )
     chdb_database.command("OPTIMIZE TABLE call_rollup FINAL")
-    whole_rows = (
-        "SELECT count() FROM call_rollup WHERE called AND outcome > 0 AND hour >= now() - INTERVAL 2 HOUR"
+    # Every finished call of the window whose result came in its own hour is one whole row.
+    whole_rows = f"SELECT count() FROM call_rollup WHERE called AND outcome > 0 AND started >= {since}"  # noqa: S608
+    in_one_hour = (
+        f"SELECT count() FROM tool_calls WHERE started >= {since} AND ended IS NOT NULL "  # noqa: S608
+        "AND toStartOfHour(started) = toStartOfHour(ended)"
     )
-    assert count(chdb_database, whole_rows) > 10
+    assert count(chdb_database, whole_rows) == count(chdb_database, in_one_hour) > 10
     assert chdb_database.command("SELECT count() FROM call_rollup WHERE tool_use_id = 'tu-x'") == 2
     got = answers(chdb_database, windowed)
     assert got == answers(chdb_database, whole)
