@@ -21,8 +21,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 CAPTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.330-captures.jsonl"
-# Other people's data: read from shared/, never copied into the repo.
-PUBLIC = ROOT.parent / "shared" / "fixtures" / "public-hook-payloads.jsonl"
+# The project's shared material (CI always has it); other people's data is read from there, never
+# copied into the repo.
+SHARED = ROOT.parent / "shared" / "fixtures"
+PUBLIC = SHARED / "public-hook-payloads.jsonl"
 # Transcripts the Claude Code 2.1.330 binary wrote (copied from shared/, as its README allows), laid
 # out as under ~/.claude/projects, and Claude Code's own totals per session (its last cost-state).
 TRANSCRIPTS = ROOT / "tests" / "fixtures" / "transcripts"

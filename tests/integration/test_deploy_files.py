@@ -421,7 +421,7 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
                 f"{name}: {head} needs another privilege for agentwatch_store"
             )
     assert dropped == grantable
-    assert dropped["TABLE"] == {"call_events"}
+    assert dropped["TABLE"] == {"call_events", "agent_rollup", "cost_by_agent"}
     kept = {"events", "messages", "message_envelopes", "usage", "alerts", "dead_letters"}
     assert not dropped["TABLE"] & kept
 

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from clickhouse_connect.driver.client import Client
 
-from agentwatch.store import queries
+from agentwatch.store import agents_sql, queries
 from agentwatch.store.migrations import (
     MIGRATIONS_TABLE,
     SCHEMA_DIR,
@@ -26,7 +26,59 @@ from agentwatch.store.writes import insert_batch
 from tests.integration.test_schema import Envelope, _scripted, fixture_envelopes, split
 
 # The views as 004 defined them, over the raw tables: the reference answers.
-_RAW_VIEWS = ("sessions", "agents")
+_RAW_VIEWS = ("sessions",)
+# The agents (012) over the raw tables, by the same generated rules: per host, scope and name, the
+# latest event's fields and the latest state event's, counts, and the messages each sent (a
+# message's host is its SendMessage event's).
+SILENT = "dateDiff('millisecond', scope_last_seen, now64(3)) / 1000"
+RAW_AGENTS = f"""
+SELECT
+    e.agent AS agent, l.1 AS team, l.2 AS parent_agent, l.3 AS agent_type, l.4 AS agent_id,
+    l.5 AS session_id, e.host AS host, first_seen, last_seen, l.6 AS last_event,
+    {agents_sql.shown_state_sql("raw_state", SILENT)} AS state,
+    if(raw_state IN ({agents_sql.tool_states_sql()}), s.3, '') AS current_tool,
+    tool_calls, errors, coalesce(m.sent, 0) AS messages_sent, events, e.scope AS scope,
+    if(s.1 = '', NULL, s.4) AS state_since, s.1 AS state_event, s.2 AS state_note, s.5 AS state_id,
+    scope_last_seen
+FROM
+(
+    SELECT *, {agents_sql.state_case_sql("s.1", "s.2")} AS raw_state,
+        max(last_seen) OVER (PARTITION BY host, scope) AS scope_last_seen
+    FROM
+    (
+        SELECT
+            host, scope, agent,
+            argMax((toString(team), toString(parent_agent), toString(agent_type), agent_id, session_id,
+                    toString(event)), (timestamp, id)) AS l,
+            argMaxIf(
+                (toString(event), note, toString(tool_name), timestamp, id), (timestamp, id), is_state
+            ) AS s,
+            min(timestamp) AS first_seen, max(timestamp) AS last_seen,
+            countIf(event = 'PreToolUse') AS tool_calls,
+            countIf(event IN ('PostToolUseFailure', 'StopFailure')) AS errors, count() AS events
+        FROM
+        (
+            SELECT *, {agents_sql.scope_sql()} AS scope, {agents_sql.is_state_sql()} AS is_state
+            FROM (
+                SELECT *, if(event = 'Notification', JSONExtractString(data, 'notification_type'), '') AS note
+                FROM events FINAL
+            )
+        )
+        GROUP BY host, scope, agent
+    )
+) AS e
+LEFT JOIN
+(
+    SELECT
+        toString(coalesce(ev.host, '')) AS host, {agents_sql.scope_sql("m.team", "m.session_id")} AS scope,
+        toString(m.from_agent) AS agent, count() AS sent
+    FROM messages AS m FINAL
+    LEFT JOIN (SELECT id, any(host) AS host FROM events GROUP BY id) AS ev ON ev.id = m.event_id
+    GROUP BY host, scope, agent
+) AS m ON m.host = toString(e.host) AND m.scope = e.scope AND m.agent = toString(e.agent)
+ORDER BY host, scope, agent
+SETTINGS join_use_nulls = 1"""  # noqa: S608 - the project's own generated SQL
+VIEW_AGENTS = "SELECT * EXCEPT (silent_s) FROM agents WHERE last_event != 'Usage' ORDER BY host, scope, agent"
 
 # Per tool over the whole history, computed from the raw table with the rollup's own definitions.
 RAW_TOOL_STATS = """\
@@ -90,6 +142,8 @@ def assert_rollups_match_raw(client: Client) -> None:
         rolled = answers(client, f"SELECT * FROM {name} ORDER BY {key}")  # noqa: S608
         assert rolled == raw, name
         assert raw, name
+    assert answers(client, VIEW_AGENTS) == answers(client, RAW_AGENTS)
+    assert answers(client, RAW_AGENTS), "the history has agents"
     assert answers(client, ROLLUP_TOOL_STATS) == answers(client, RAW_TOOL_STATS)
     # The dashboard's tools over all time (tool_daily) answer what the view's window 'all' does.
     tools = queries.tool_stats(None, limit=1000)
@@ -128,7 +182,8 @@ def test_duplicates_and_redelivery_after_a_merge_are_counted_once(chdb_database:
         "event_ids",
         "tool_hourly",
         "session_rollup",
-        "agent_rollup",
+        "agent_key_rollup",
+        "agent_cost_rollup",
         "call_rollup",
     )
     for table in merged:
@@ -177,7 +232,7 @@ def test_the_call_rollup_backfill_on_a_store_with_call_events_equals_it_filled_l
     store_before_rollups(chdb_database, before=10)
     insert_batch(chdb_database, events, messages)  # the 009 write path: call_events filled live
     assert count(chdb_database, "SELECT count() FROM call_events") > 10
-    assert apply_migrations(chdb_database) == ["010_call_rollup", "011_tool_daily"]
+    assert apply_migrations(chdb_database) == ["010_call_rollup", "011_tool_daily", "012_agents"]
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'call_%'"
     assert sorted(r[0] for r in chdb_database.query(tables).result_rows) == ["call_rollup", "call_rollup_mv"]
     assert_rollups_match_raw(chdb_database)
@@ -233,7 +288,44 @@ def test_the_dashboards_tool_and_session_queries_run_on_the_rollups(
 
 # --- the cost rollup -----------------------------------------------------------------------------
 
-_COST_VIEWS = {"session_costs": "session_id", "agent_costs": "agent", "cost_daily": "day, team, model"}
+_COST_VIEWS = {"session_costs": "session_id", "cost_daily": "day, team, model"}
+# agent_costs (012) over `usage FINAL`: per host, scope and name, with its subagents' cost.
+RAW_AGENT_COSTS = f"""
+SELECT
+    a.agent AS agent, a.team AS team, a.parent_agent AS parent_agent, a.agent_id AS agent_id,
+    a.agent_type AS agent_type, a.sessions AS sessions, a.api_calls AS api_calls,
+    a.input_tokens AS input_tokens, a.output_tokens AS output_tokens,
+    a.cache_read_tokens AS cache_read_tokens,
+    a.cache_write_5m_tokens AS cache_write_5m_tokens, a.cache_write_1h_tokens AS cache_write_1h_tokens,
+    if(a.unpriced_calls = a.api_calls, NULL, coalesce(a.priced_usd, 0)) AS cost_usd,
+    a.unpriced_calls AS unpriced_calls, a.models AS models, a.first_at AS first_at, a.last_at AS last_at,
+    coalesce(s.priced_usd, 0) AS subagents_cost_usd,
+    coalesce(a.priced_usd, 0) + coalesce(s.priced_usd, 0) AS cost_with_subagents_usd,
+    a.host AS host, a.scope AS scope
+FROM
+(
+    SELECT
+        host, scope, agent,
+        argMax(team, (timestamp, message_id)) AS team,
+        argMax(parent_agent, (timestamp, message_id)) AS parent_agent,
+        argMax(agent_id, (timestamp, message_id)) AS agent_id,
+        argMax(agent_type, (timestamp, message_id)) AS agent_type,
+        uniqExact(session_id) AS sessions, count() AS api_calls, sum(input_tokens) AS input_tokens,
+        sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
+        sum(cache_write_5m_tokens) AS cache_write_5m_tokens,
+        sum(cache_write_1h_tokens) AS cache_write_1h_tokens,
+        sum(cost_usd) AS priced_usd, countIf(cost_usd IS NULL) AS unpriced_calls,
+        arraySort(groupUniqArray(model)) AS models, min(timestamp) AS first_at, max(timestamp) AS last_at
+    FROM (SELECT *, {agents_sql.scope_sql()} AS scope FROM usage FINAL)
+    GROUP BY host, scope, agent
+) AS a
+LEFT JOIN
+(
+    SELECT host, scope, parent_agent, sum(cost_usd) AS priced_usd
+    FROM (SELECT *, {agents_sql.scope_sql()} AS scope FROM usage FINAL)
+    WHERE parent_agent != ''
+    GROUP BY host, scope, parent_agent
+) AS s ON s.host = a.host AND s.scope = a.scope AND s.parent_agent = a.agent"""  # noqa: S608 - generated SQL
 
 
 def raw_cost_view(name: str) -> str:
@@ -266,6 +358,9 @@ def assert_costs_match_raw(client: Client) -> None:
         raw = cost_answers(client, f"raw_{name}", key)
         assert raw, name
         assert cost_answers(client, name, key) == raw, name
+    client.command(f"CREATE VIEW IF NOT EXISTS raw_agent_costs AS {RAW_AGENT_COSTS}")
+    raw = cost_answers(client, "raw_agent_costs", "host, scope, agent")
+    assert raw and cost_answers(client, "agent_costs", "host, scope, agent") == raw
 
 
 def usage_batch() -> UsageRows:
@@ -404,4 +499,4 @@ def test_the_duplicate_check_finds_ids_of_any_text(chdb_database: Client) -> Non
     insert_batch(chdb_database, bodies + bodies, [])
     stored = chdb_database.query("SELECT id, count() FROM events GROUP BY id ORDER BY id").result_rows
     assert stored == sorted((key, 1) for key in ("plain-1", "with\nnewline", "with space", "quote'd"))
-    assert chdb_database.query("SELECT sum(events) FROM agent_rollup").result_rows[0][0] == 4
+    assert chdb_database.query("SELECT sum(events) FROM agent_key_rollup").result_rows[0][0] == 4

@@ -534,8 +534,9 @@ def test_agents_give_state_parent_and_counts(scripted: Client) -> None:
     assert lead["errors"] == 2
     assert lead["messages_sent"] == 0
     sub = agents["Explore-1b2c3d4e"]
-    # The FileChanged after its PermissionRequest says nothing about its state.
-    assert (sub["state"], sub["current_tool"], sub["last_event"]) == ("waiting", "", "FileChanged")
+    # The FileChanged after its PermissionRequest says nothing about its state; waiting, it names
+    # the tool it asks for.
+    assert (sub["state"], sub["current_tool"], sub["last_event"]) == ("waiting", "Bash", "FileChanged")
     assert (sub["parent_agent"], sub["agent_type"], sub["agent_id"]) == ("lead", "Explore", SUBAGENT_ID)
     assert (sub["tool_calls"], sub["messages_sent"], sub["errors"]) == (3, 1, 0)
     assert sub["first_seen"] <= sub["last_seen"]

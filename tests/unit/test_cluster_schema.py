@@ -212,6 +212,24 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE TABLE IF NOT EXISTS tool_daily {ON_CLUSTER} AS tool_daily_local",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS tool_daily_mv {ON_CLUSTER} TO tool_daily_local AS",
         f"CREATE OR REPLACE VIEW tool_stats {ON_CLUSTER} AS",
+        # 012: agents keyed by host, scope and name; the events' rollup per shard, the messages' and
+        # the usage's through the Distributed tables; the name-keyed rollups go.
+        f"CREATE TABLE IF NOT EXISTS agent_key_rollup_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS agent_key_rollup {ON_CLUSTER} AS agent_key_rollup_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS agent_key_rollup_mv {ON_CLUSTER} "
+        "TO agent_key_rollup_local AS",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS agent_key_messages_mv {ON_CLUSTER} TO agent_key_rollup AS",
+        f"CREATE TABLE IF NOT EXISTS agent_cost_rollup_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS agent_cost_rollup {ON_CLUSTER} AS agent_cost_rollup_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS agent_cost_rollup_mv {ON_CLUSTER} TO agent_cost_rollup AS",
+        f"DROP VIEW IF EXISTS agent_rollup_mv {ON_CLUSTER};",
+        f"DROP TABLE IF EXISTS agent_rollup {ON_CLUSTER} SYNC;",
+        f"DROP TABLE IF EXISTS agent_rollup_local {ON_CLUSTER} SYNC;",
+        f"DROP VIEW IF EXISTS cost_by_agent_mv {ON_CLUSTER};",
+        f"DROP TABLE IF EXISTS cost_by_agent {ON_CLUSTER} SYNC;",
+        f"DROP TABLE IF EXISTS cost_by_agent_local {ON_CLUSTER} SYNC;",
+        f"CREATE OR REPLACE VIEW agents {ON_CLUSTER} AS",
+        f"CREATE OR REPLACE VIEW agent_costs {ON_CLUSTER} AS",
     ]
 
 
@@ -229,7 +247,22 @@ def test_the_output_splits_like_a_migration() -> None:
     assert (
         len(statements)
         == len(heads(text))
-        == 11 + 2 * len(COVERAGE_COLUMNS) + 1 + 7 + 3 + 4 + 3 * len(ROLLUPS) + 2 + 12 + 7 + 4 + 8 + 4 + 3 + 4
+        == 11
+        + 2 * len(COVERAGE_COLUMNS)
+        + 1
+        + 7
+        + 3
+        + 4
+        + 3 * len(ROLLUPS)
+        + 2
+        + 12
+        + 7
+        + 4
+        + 8
+        + 4
+        + 3
+        + 4
+        + 15
     )
     assert all(ON_CLUSTER in s for s in statements)
 

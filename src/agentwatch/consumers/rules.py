@@ -22,6 +22,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from agentwatch import agents
+from agentwatch.agents import AgentKey
+from agentwatch.format import utc_seconds
+
 Json = dict[str, Any]
 
 # Rule -> (severity, {threshold: default}). The default rules file is written from this.
@@ -37,8 +41,9 @@ DEFAULTS: dict[str, tuple[str, dict[str, float]]] = {
 }
 _COMMON = {"enabled", "severity", "cooldown_s"}
 SEVERITIES = ("info", "warning", "critical")
-WORKING = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart"})
-RESTING = frozenset({"Stop", "StopFailure", "SubagentStop", "SessionEnd", "TeammateIdle"})
+# What the agent state machine (agentwatch.agents) says of an agent, as the rules read it: in a
+# turn (working on it, thinking, asking), or resting (its turn over, failed, stopped).
+RESTING = frozenset({agents.IDLE, agents.FAILED, agents.STOPPED})
 
 
 class RulesError(ValueError):
@@ -138,12 +143,8 @@ def iso(t: float) -> str:
 
 
 def parse_time(value: object) -> float:
-    if not isinstance(value, str) or not value:
-        return 0.0
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    """An envelope's time as Unix seconds; 0.0 when it has none (format.utc_seconds)."""
+    return utc_seconds(value) or 0.0
 
 
 def _p95(values: Iterable[float]) -> float:
@@ -174,7 +175,9 @@ class AgentState:
     team: str
     session_id: str
     host: str
+    key: AgentKey = ("", "", "")
     last: float = 0.0
+    state: str = agents.INITIAL  # the state machine's (agentwatch.agents)
     working: bool = False
     idle_since: float = 0.0
     call: str = ""  # the last call's tool and input, as one string
@@ -183,6 +186,11 @@ class AgentState:
     repeat_since: float = 0.0
     results: deque[tuple[float, bool]] = field(default_factory=lambda: deque(maxlen=512))  # (when, failed)
     waiting: Open | None = None
+
+
+def _subject(key: AgentKey) -> str:
+    """An agent as it appears in an alert's key: host, scope and name."""
+    return "|".join(key)
 
 
 def alert_id(rule: str, key: str, since: float) -> str:
@@ -198,10 +206,8 @@ class Engine:
 
     def __init__(self, rules: Mapping[str, Rule] | None = None) -> None:
         self.rules: dict[str, Rule] = dict(rules or default_rules())
-        self.agents: dict[tuple[str, str], AgentState] = {}
-        self.calls: dict[
-            str, tuple[float, str, tuple[str, str]]
-        ] = {}  # tool_use_id -> (start, tool, agent key)
+        self.agents: dict[AgentKey, AgentState] = {}
+        self.calls: dict[str, tuple[float, str, AgentKey]] = {}  # tool_use_id -> (start, tool, agent key)
         self.durations: dict[str, deque[float]] = {}
         self.tasks: dict[str, set[str]] = {}  # team -> open task ids
         self.spool: dict[str, int] = {}  # host -> the spool backlog it reported last
@@ -247,35 +253,37 @@ class Engine:
         self._tasks(event, state, data)
         self._calls(event, state, env, data, t)
         state.last = max(state.last, t)
-        state.waiting = (
-            None if event not in ("PermissionRequest", "Elicitation", "Notification") else state.waiting
-        )
-        asks = event in ("PermissionRequest", "Elicitation") or (
-            event == "Notification"
-            and data.get("notification_type") in ("permission_prompt", "elicitation_dialog")
-        )
-        if asks and state.waiting is None:
+        new = agents.state_after(event, agents.note_of(event, data))
+        if new is None:
+            return
+        state.state = new
+        if new != agents.WAITING:
+            state.waiting = None
+        elif state.waiting is None:
             what = str(env.get("tool_name") or data.get("mcp_server_name") or "input")
             state.waiting = Open("waiting_for_user", "", t, summary=f"{event} for {what}")
-        if event in WORKING:
-            state.working, state.idle_since = True, 0.0
-        elif event in RESTING:
+        if new in RESTING:
             state.working = False
             state.idle_since = t if event == "TeammateIdle" else 0.0
             self._forget_calls(state)
+        else:
+            state.working, state.idle_since = True, 0.0
 
     def observe_costs(self, rows: Iterable[tuple[str, str, float | None]]) -> None:
         """(scope session|agent|team, name, cost in USD or None while unknown)."""
         self.costs = [(s, n, float(c)) for s, n, c in rows if c is not None]
 
     def _agent(self, env: Mapping[str, Any], t: float) -> AgentState:
-        key = (str(env.get("session_id", "")), str(env.get("agent", "")))
+        """The state of the agent an envelope is about, by its key (host, scope, name)."""
+        key = agents.key_of(env)
         state = self.agents.get(key)
         if state is None:
             if len(self.agents) >= self.MAX_AGENTS:  # forget the longest quiet
                 oldest = min(self.agents, key=lambda k: self.agents[k].last)
                 del self.agents[oldest]
-            state = AgentState(key[1], str(env.get("team", "")), key[0], str(env.get("host", "")), last=t)
+            state = AgentState(
+                key[2], str(env.get("team", "")), str(env.get("session_id", "")), key[0], key=key, last=t
+            )
             self.agents[key] = state
         return state
 
@@ -293,7 +301,7 @@ class Engine:
         self, event: str, state: AgentState, env: Mapping[str, Any], data: Mapping[str, Any], t: float
     ) -> None:
         tool, use_id = str(env.get("tool_name", "")), str(env.get("tool_use_id", ""))
-        key = (state.session_id, state.agent)
+        key = state.key
         if event == "PreToolUse" and tool:
             if use_id and len(self.calls) < self.MAX_CALLS:
                 self.calls[use_id] = (t, tool, key)
@@ -314,7 +322,7 @@ class Engine:
                 state.call_failed = True
 
     def _forget_calls(self, state: AgentState) -> None:
-        key = (state.session_id, state.agent)
+        key = state.key
         for use_id in [u for u, (_, _, k) in self.calls.items() if k == key]:
             del self.calls[use_id]
 
@@ -354,9 +362,9 @@ class Engine:
             p95 = _p95(self.durations.get(tool, ()))
             limit = max(rule["floor_s"], rule["p95_factor"] * p95)
             # Once firing, it holds until the call ends, even if the tool's p95 has risen since.
-            if now - start > limit or f"stuck_tool|{key[0]}|{key[1]}|{use_id}" in self.firing:
+            if now - start > limit or f"stuck_tool|{_subject(key)}|{use_id}" in self.firing:
                 state = self.agents.get(key)
-                summary = f"{key[1]} has been inside {tool} for {now - start:.0f}s (limit {limit:.0f}s)"
+                summary = f"{key[2]} has been inside {tool} for {now - start:.0f}s (limit {limit:.0f}s)"
                 found.append(
                     self._open(
                         state,
@@ -376,7 +384,7 @@ class Engine:
             return Open(rule, f"{rule}|{what}", since, summary=summary, details=details)
         return Open(
             rule,
-            f"{rule}|{state.session_id}|{state.agent}|{what}",
+            f"{rule}|{_subject(state.key)}|{what}",
             since,
             state.agent,
             state.team,
@@ -389,7 +397,7 @@ class Engine:
     def _agent_conditions(self, s: AgentState, now: float) -> list[Open]:
         r = self.rules
         found = []
-        busy = any(k == (s.session_id, s.agent) for _, _, k in self.calls.values())
+        busy = any(k == s.key for _, _, k in self.calls.values())
         if s.working and not busy and s.waiting is None and now - s.last > r["silent_agent"]["after_s"]:
             found.append(
                 self._open(

@@ -79,6 +79,10 @@ SHARDING_KEYS: Mapping[str, str] = {
     "session_cost": "cityHash64(session_id)",
     "cost_by_agent": "cityHash64(agent)",
     "cost_by_day": "cityHash64(team)",
+    # 012: per agent (host, scope, name); the events' view writes per shard, messages and usage
+    # through the Distributed tables.
+    "agent_key_rollup": "cityHash64(host, scope, agent)",
+    "agent_cost_rollup": "cityHash64(host, scope, agent)",
 }
 
 # MergeTree engines the generator replicates. All but MergeTree merge the rows of one sorting key
