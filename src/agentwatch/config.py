@@ -86,6 +86,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS", "30", "collector",
             "how often the budget rule reads the costs from the store"),
     Setting("AGENTWATCH_THEME", "textual-dark", "dashboard", "the dashboard's Textual theme"),
+    Setting("AGENTWATCH_LOST_AFTER_S", "600", "dashboard",
+            "seconds without an event in its session or team after which an agent shows as lost"),
     Setting("AGENTWATCH_CONFIG_DIR", "$XDG_CONFIG_HOME/agentwatch, else ~/.config/agentwatch", "dashboard",
             "the web dashboard's sign-in token (and other settings files)"),
     Setting("AGENTWATCH_WEB_MAX_SESSIONS", "4", "dashboard",
@@ -304,3 +306,72 @@ def display_url(url: str) -> str:
         user = auth.split(":", 1)[0]
         return f"{scheme}{sep}{user}:{MASK}@{host}{slash}{path}"
     return url
+
+
+# --- why a server cannot be reached -------------------------------------------------------------
+
+# The four ways reaching the bus or a ClickHouse server fails, told apart by what the client
+# reported (its message and those of the exceptions behind it), and the first words that say so.
+CREDENTIALS, ABSENT, SILENT, TLS = "credentials", "absent", "silent", "tls"
+_PROBLEMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (CREDENTIALS, ("authorization violation", "authentication failed", "authentication_failed",
+                   "code: 516", "code: 192", "user expired", "wrong password", "401 unauthorized",
+                   "403 forbidden", "status 401", "status 403", "http 401", "http 403")),
+    (TLS, ("ssl", "certificate", "tls")),
+    (ABSENT, ("connection refused", "errno 111", "name or service not known", "no route to host",
+              "temporary failure in name resolution", "nodename nor servname", "network is unreachable",
+              "no servers available", "cannot assign requested address")),
+    (SILENT, ("timed out", "timeout", "did not answer", "read timed out", "deadline")),
+)  # fmt: skip
+
+
+def problem_kind(reason: str) -> str:
+    """credentials, tls, absent or silent for a client's error text; '' when none of them."""
+    text = reason.lower()
+    for kind, words in _PROBLEMS:
+        if any(word in text for word in words):
+            return kind
+    return ""
+
+
+def reason_chain(exc: BaseException) -> str:
+    """The messages of an exception and of those behind it (`from`, or raised while handling)."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = " ".join(str(current).split())
+        parts.append(f"{type(current).__name__}: {text}" if text else type(current).__name__)
+        current = current.__cause__ or current.__context__
+    return "; ".join(parts)
+
+
+def unreachable(system: str, where: str, reason: str) -> str:
+    """One line for a bus or ClickHouse server that cannot be used, saying which setting to fix.
+
+    `system` is "bus" or "clickhouse"; `where` the masked address; `reason` what the client said."""
+    setting = "AGENTWATCH_NATS_URL" if system == "bus" else "AGENTWATCH_CLICKHOUSE_URL"
+    name = "the NATS server" if system == "bus" else "the ClickHouse server"
+    short = reason if len(reason) <= 200 else reason[:197] + "..."
+    kind = problem_kind(reason)
+    if kind == CREDENTIALS:
+        extra = " (or AGENTWATCH_NATS_CREDS / AGENTWATCH_NATS_NKEY)" if system == "bus" else ""
+        return (
+            f"{name} at {where} refused the credentials: fix the user and password in {setting}{extra} "
+            f"({short})"
+        )
+    if kind == TLS:
+        files = (
+            "AGENTWATCH_NATS_CA, AGENTWATCH_NATS_CERT, AGENTWATCH_NATS_KEY" if system == "bus" else setting
+        )
+        return f"TLS with {name} at {where} failed: check the certificates ({files}) and the scheme ({short})"
+    if kind == ABSENT:
+        start = "start it with `agentwatch up`, or " if system == "bus" else ""
+        return f"no server answers at {where}: {start}point {setting} at a running one ({short})"
+    if kind == SILENT:
+        return (
+            f"{name} at {where} accepts connections but does not answer: check the host and port in "
+            f"{setting} (is it the right service?) and its load ({short})"
+        )
+    return f"cannot use {name} at {where}: {short}; check {setting}"

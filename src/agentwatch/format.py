@@ -128,3 +128,28 @@ def money(usd: float | None, tokens: int = 0) -> str:
     if usd < 100:
         return f"${usd:.1f}"
     return f"${usd:,.0f}"
+
+
+# --- times as the wire and the store write them ---------------------------------------------------
+
+
+def utc_datetime(value: object) -> dt.datetime | None:
+    """An ISO-8601 time (`2026-11-24T09:00:00.123Z`, the store's `2026-11-24 09:00:00.123`, with or
+    without an offset; no offset means UTC) or a datetime, as an aware UTC datetime; None when it
+    is none. The one parser of times for the whole read side and the live feed."""
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+
+
+def utc_seconds(value: object) -> float | None:
+    """utc_datetime() as Unix seconds; None when it is no time."""
+    when = utc_datetime(value)
+    return None if when is None else when.timestamp()

@@ -21,7 +21,9 @@ Callback = Callable[[], Awaitable[None]]
 
 
 class BusUnreachable(ConnectionError):
-    """No server of the bus answered; the message says where (masked) and why."""
+    """The bus cannot be used: the message (config.unreachable) says where (masked), which of the
+    four failures it is (credentials refused, no server, a server that does not answer, TLS) and
+    which setting to fix."""
 
 
 async def connect(
@@ -64,6 +66,8 @@ async def connect(
     try:
         return await asyncio.wait_for(nats.connect(**opts), timeout * len(opts["servers"]) + 2)
     except Exception as exc:
-        cause = errors[-1] if errors else exc
-        reason = " ".join(str(cause).split()) or type(cause).__name__
-        raise BusUnreachable(f"no NATS server answers at {config.display_urls(url)} ({reason})") from None
+        # What the client met on the way (a refused password, a TLS failure) says more than the
+        # connect's own timeout or "no servers available" at the end of it.
+        reasons = [config.reason_chain(e) for e in errors] + [config.reason_chain(exc)]
+        telling = next((r for r in reasons if config.problem_kind(r)), reasons[-1])
+        raise BusUnreachable(config.unreachable("bus", config.display_urls(url), telling)) from None

@@ -8,11 +8,17 @@ Request (JSON): {"sql": "...", "params": {name: value}, "max_rows": N}; `params`
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client as NatsClient
 
 QUERY_SUBJECT = "agentwatch.query"
 QUERY_QUEUE = "agentwatch-query"
@@ -70,13 +76,24 @@ async def request(
     timeout: float,
     environ: Mapping[str, str] = os.environ,
 ) -> dict[str, Any]:
-    """Ask the store's query service; raises BusUnreachable or QueryUnanswered."""
-    from nats.errors import NoRespondersError
-    from nats.errors import TimeoutError as NatsTimeout
-
+    """Ask the store's query service on a connection of its own (one question, then closed);
+    raises BusUnreachable or QueryUnanswered. A long-lived asker uses QueryClient."""
     from agentwatch.bus.connect import connect
 
     nc = await connect(url, environ, name="agentwatch-sql")
+    try:
+        return await ask(nc, sql, params, max_rows=max_rows, timeout=timeout)
+    finally:
+        await nc.close()
+
+
+async def ask(
+    nc: NatsClient, sql: str, params: Mapping[str, Any] | None, *, max_rows: int, timeout: float
+) -> dict[str, Any]:
+    """One question on an open connection; the reply as the query service sent it."""
+    from nats.errors import NoRespondersError
+    from nats.errors import TimeoutError as NatsTimeout
+
     try:
         reply = await nc.request(QUERY_SUBJECT, encode_request(sql, params, max_rows), timeout=timeout)
     except NoRespondersError:
@@ -85,7 +102,76 @@ async def request(
         ) from None
     except NatsTimeout:
         raise QueryUnanswered(f"the query service did not answer within {timeout:.0f}s") from None
-    finally:
-        await nc.close()
     result: dict[str, Any] = orjson.loads(reply.data)
     return result
+
+
+class QueryClient:
+    """Questions to the query service over one NATS connection kept for the client's life.
+
+    A synchronous face (the dashboard's worker threads and the commands call `request`) over an
+    event loop in a thread of its own, which holds the connection. The first question connects; a
+    connection the bus closed (or a connect that failed) is made again by the next question, so a
+    question never waits for reconnect attempts. `close` ends the connection and the thread.
+    """
+
+    def __init__(
+        self, url: str, environ: Mapping[str, str] = os.environ, *, name: str = "agentwatch-read"
+    ) -> None:
+        self.url = url
+        self.environ = environ
+        self.name = name
+        self.connections = 0  # opened over this client's life (tests count them)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._nc: NatsClient | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self.name, daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    async def _connection(self) -> NatsClient:
+        if self._nc is None or self._nc.is_closed:
+            from agentwatch.bus.connect import connect
+
+            self._nc = await connect(self.url, self.environ, name=self.name)
+            self.connections += 1
+        return self._nc
+
+    async def _ask(
+        self, sql: str, params: Mapping[str, Any] | None, max_rows: int, timeout: float
+    ) -> dict[str, Any]:
+        nc = await self._connection()
+        return await ask(nc, sql, params, max_rows=max_rows, timeout=timeout)
+
+    def request(
+        self, sql: str, params: Mapping[str, Any] | None = None, *, max_rows: int, timeout: float
+    ) -> dict[str, Any]:
+        """The reply to one question; raises BusUnreachable or QueryUnanswered."""
+        loop = self._start()
+        future = asyncio.run_coroutine_threadsafe(self._ask(sql, params, max_rows, timeout), loop)
+        return future.result()
+
+    def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+
+        async def shut() -> None:
+            if self._nc is not None and not self._nc.is_closed:
+                with contextlib.suppress(Exception):
+                    await self._nc.close()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        if not thread.is_alive():
+            loop.close()
+        self._loop = self._thread = self._nc = None

@@ -21,7 +21,7 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for row in rows:
         who = row.get("agent") or row.get("team") or row.get("session_id") or row.get("host") or "-"
-        at = str(row.get("at", ""))[:19]
+        at = f"{row['at']:%Y-%m-%d %H:%M:%S}" if row.get("at") else ""
         out.append(
             f"{at}  {row.get('state', ''):<8} {row.get('severity', ''):<8} {row.get('rule', ''):<20} "
             f"{truncate(str(who), 24):<24} {row.get('summary', '')}"
@@ -37,10 +37,7 @@ def cmd_alerts(args: argparse.Namespace) -> int:
 
     since = parse_since(args.since) if args.since else queries.EPOCH
     query = queries.alerts(open_only=args.open, since=since, limit=args.limit)
-    reply = run_sql(query.sql, params=query.params)
-    if "error" in reply:
-        raise CliError(f"ClickHouse: {reply['error']}", 1)
-    rows = [dict(zip(reply["columns"], r, strict=True)) for r in reply["rows"]]
+    rows = run_sql(query.sql, params=query.params).dicts()
     if not rows:
         print("no open alerts" if args.open else "no alerts")
         return 0

@@ -12,7 +12,7 @@ import datetime as dt
 from typing import Any
 
 from agentwatch.cli.errors import CliError, require
-from agentwatch.format import truncate
+from agentwatch.format import truncate, utc_datetime
 
 BY = ("session", "agent", "team", "model", "day")
 TOKENS = (
@@ -45,14 +45,13 @@ def parse_since(text: str, now: dt.datetime | None = None) -> str:
     elif text[:-1].isdigit() and text[-1:] in _UNITS:
         when = now - dt.timedelta(seconds=int(text[:-1]) * _UNITS[text[-1]])
     else:
-        try:
-            when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
+        parsed = utc_datetime(text)
+        if parsed is None:
             raise CliError(
                 f"--since {text!r}: give a duration (30m, 12h, 7d, 2w), `today`, or a date or time "
                 "(2026-11-01, 2026-11-01T09:00)"
-            ) from None
-        when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+            )
+        when = parsed
     return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{when.microsecond // 1000:03d}"
 
 
@@ -125,19 +124,15 @@ def cmd_cost(args: argparse.Namespace) -> int:
     since = parse_since(args.since)[:13] + ":00:00.000" if args.since else None
     query = queries.cost(args.by, since or queries.EPOCH, args.limit)
     total_query = queries.cost_total(since or queries.EPOCH)
-    result = run_sql(query.sql, params=query.params)
-    total = run_sql(total_query.sql, params=total_query.params)
-    for reply in (result, total):
-        if "error" in reply:
-            raise CliError(f"ClickHouse: {reply['error']}", 1)
-    rows = [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
-    if not rows and not total["rows"][0][total["columns"].index("api_calls")]:
+    rows = run_sql(query.sql, params=query.params).dicts()
+    total = run_sql(total_query.sql, params=total_query.params).first()
+    if not rows and not total.get("api_calls"):
         print("no token usage stored yet: it arrives with the hook's Stop events, or run `agentwatch import`")
         return 0
     for line in table(args.by, rows):
         print(line)
     print()
-    for line in totals(dict(zip(total["columns"], total["rows"][0], strict=True)), since):
+    for line in totals(total, since):
         print(line)
     return 0
 

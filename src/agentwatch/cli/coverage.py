@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agentwatch.cli.errors import CliError, require
+from agentwatch.cli.errors import require
 from agentwatch.format import human_bytes, truncate
 
 COLUMNS = ("session", "host", "events", "stored", "missing", "coverage", "unpaired", "open subs", "ended",
@@ -39,12 +39,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     from agentwatch.store import queries
 
     query = queries.coverage(args.limit, below_only=args.incomplete)
-    result = run_sql(query.sql, params=query.params)
+    rows = run_sql(query.sql, params=query.params).dicts()
     total = run_sql(queries.COVERAGE_TOTAL.sql)
-    for reply in (result, total):
-        if "error" in reply:
-            raise CliError(f"ClickHouse: {reply['error']}", 1)
-    rows = [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
     table = [list(COLUMNS), *(_row(r) for r in rows)]
     widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
     for n, line in enumerate(table):
@@ -56,7 +52,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         )
         if n == 0:
             print("  ".join("-" * w for w in widths))
-    sessions, emitted, stored, missing, pct = total["rows"][0]
+    sessions, emitted, stored, missing, pct = total.rows[0]
     overall = "-" if pct is None else f"{float(pct):.2f}%"
     print(f"overall: {stored:,} of {emitted:,} numbered events stored in {sessions:,} sessions, "
           f"{missing:,} missing: {overall}")  # fmt: skip

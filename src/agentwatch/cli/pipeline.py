@@ -116,11 +116,16 @@ class LocalNats:
 def store_answers(environ: Mapping[str, str], timeout: float = 2.0) -> bool:
     """The query service (or ClickHouse server) answers a trivial query."""
     from agentwatch.cli.sources import History
+    from agentwatch.store.answer import HistoryError
 
+    source = History(environ, timeout=timeout)
     try:
-        return "error" not in History(environ, timeout=timeout).query("SELECT 1")
-    except Exception:
+        source.query("SELECT 1")
+    except HistoryError:
         return False
+    finally:
+        source.close()
+    return True
 
 
 def _tail(path: Path, lines: int = 12) -> str:

@@ -7,11 +7,15 @@ import csv
 import io
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentwatch.cli.errors import CliError, missing_extra, require
 from agentwatch.format import truncate
+from agentwatch.store.answer import Answer, HistoryError, QueryFailed, plain_rows
 from agentwatch.store.queries import QUERY_MAX_ROWS
+
+if TYPE_CHECKING:
+    from agentwatch.cli.sources import History
 
 
 def _cell(value: Any) -> str:
@@ -35,10 +39,10 @@ def _table(columns: list[str], rows: list[list[Any]], out: io.TextIOBase | Any) 
         out.write(line(r) + "\n")
 
 
-def render(result: dict[str, Any], fmt: str, out: io.TextIOBase | Any = sys.stdout) -> None:
-    """Write a query's reply in `fmt` (table, csv, json or jsonl)."""
-    columns: list[str] = result["columns"]
-    rows: list[list[Any]] = result["rows"]
+def render(answer: Answer, fmt: str, out: io.TextIOBase | Any = sys.stdout) -> None:
+    """Write an answer in `fmt` (table, csv, json or jsonl)."""
+    columns = list(answer.columns)
+    rows = plain_rows(answer)
     if fmt == "json":
         records = [dict(zip(columns, r, strict=True)) for r in rows]
         out.write(json.dumps(records, ensure_ascii=False, indent=2) + "\n")
@@ -55,11 +59,20 @@ def render(result: dict[str, Any], fmt: str, out: io.TextIOBase | Any = sys.stdo
     else:
         _table(columns, rows, out)
         note = f"({len(rows)} row{'s' if len(rows) != 1 else ''}"
-        if result.get("note"):
-            note += f", {result['note']}"
-        elif result.get("truncated"):
+        if answer.note:
+            note += f", {answer.note}"
+        elif answer.truncated:
             note += f", cut at {len(rows)}: add a LIMIT or use --max-rows"
-        out.write(note + f", {result.get('elapsed_ms', 0)} ms)\n")
+        out.write(note + f", {answer.elapsed_ms} ms)\n")
+
+
+def history(timeout: float | None = None) -> History:
+    """The read side's source for a command (CliError when its extra is missing)."""
+    try:
+        from agentwatch.cli.sources import History
+    except ImportError as exc:
+        raise missing_extra(exc, "sql", "tui") from None
+    return History() if timeout is None else History(timeout=timeout)
 
 
 def run_sql(
@@ -67,33 +80,26 @@ def run_sql(
     max_rows: int = QUERY_MAX_ROWS,
     timeout: float | None = None,
     params: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The reply to `sql`, from wherever the history is; CliError when it cannot be reached."""
+) -> Answer:
+    """The answer to `sql`, from wherever the history is; CliError when the query fails (exit
+    status 1) or the history cannot be reached (2), with the read side's message."""
+    source = history(timeout)
     try:
-        from agentwatch.bus.connect import BusUnreachable
-        from agentwatch.cli.sources import History
+        return source.query(sql, params, max_rows=max_rows)
     except ImportError as exc:
         raise missing_extra(exc, "sql", "tui") from None
-    history = History() if timeout is None else History(timeout=timeout)
-    try:
-        return history.query(sql, params, max_rows=max_rows)
-    except ImportError as exc:
-        raise missing_extra(exc, "sql", "tui") from None
-    except (BusUnreachable, ValueError) as exc:
-        raise CliError(f"cannot reach the bus: {exc}; start it with `agentwatch up`") from None
-    except LookupError as exc:
+    except QueryFailed as exc:
+        raise CliError(str(exc), 1) from None
+    except HistoryError as exc:
         raise CliError(str(exc)) from None
-    except OSError as exc:
-        raise CliError(f"cannot reach {history.where}: {exc}") from None
+    finally:
+        source.close()
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
     require("sql", "tui", "nats", "orjson")
     sql = args.sql if args.sql != "-" else sys.stdin.read()
-    result = run_sql(sql, args.max_rows)
-    if "error" in result:
-        raise CliError(f"ClickHouse: {result['error']}", 1)
-    render(result, args.format)
+    render(run_sql(sql, args.max_rows), args.format)
     return 0
 
 

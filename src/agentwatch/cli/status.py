@@ -31,17 +31,13 @@ def _store_lines() -> bool:
 
     print(f"store:     {config.display_url(config.clickhouse_url())}")
     try:
-        result = run_sql(STATUS.sql, timeout=10)
+        answer = run_sql(STATUS.sql, timeout=10)
     except CliError as exc:
         print(f"           does NOT answer: {exc}")
         return False
-    if "error" in result:
-        print(f"           error: {result['error'][:300]}")
-        return False
-    events, messages, dead, latest = result["rows"][0]
-    print(
-        f"           {events:,} events, {messages:,} messages, {dead:,} dead letters; latest event {latest}"
-    )
+    events, messages, dead, latest = answer.rows[0]
+    when = "none" if latest is None else f"{latest:%Y-%m-%d %H:%M:%S} UTC"
+    print(f"           {events:,} events, {messages:,} messages, {dead:,} dead letters; latest event {when}")
     return True
 
 

@@ -18,7 +18,18 @@ def open_dashboard(environ: Mapping[str, str] = os.environ) -> None:
         live, history = dashboard_sources(environ)
     except ImportError as exc:
         raise missing_extra(exc, "tui", "tui") from None
-    run(live, history, theme=environ.get("AGENTWATCH_THEME", "").strip() or None)
+    from agentwatch.agents import LOST_AFTER_S
+    from agentwatch.config import number
+
+    try:
+        run(
+            live,
+            history,
+            theme=environ.get("AGENTWATCH_THEME", "").strip() or None,
+            lost_after_s=number(environ, "AGENTWATCH_LOST_AFTER_S", LOST_AFTER_S),
+        )
+    finally:
+        history.close()
 
 
 def cmd_tui(_args: argparse.Namespace) -> int:

@@ -325,6 +325,6 @@ def _stream_found(head: bytes, body: bytes) -> bool | None:
         reply = loads(body.decode("utf-8", "replace"))
     except ValueError:
         return None
-    if not isinstance(reply, dict) or "error" in reply:
+    if not isinstance(reply, dict) or reply.get("error") is not None:  # JetStream's API error object
         return None
     return bool(reply.get("streams"))

@@ -42,3 +42,18 @@ def connect_readonly(url: str) -> Client:
         result_overflow_mode="break",
         readonly=1,
     )
+
+
+def server_problem(url: str, exc: BaseException) -> str:
+    """The one line for a ClickHouse server that cannot be used (config.unreachable)."""
+    return config.unreachable("clickhouse", config.display_url(url), config.reason_chain(exc))
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """The server could not be used at all (network, TLS, credentials), as opposed to a query
+    the server refused or failed."""
+    from clickhouse_connect.driver.exceptions import OperationalError
+
+    if isinstance(exc, OperationalError | OSError):
+        return True
+    return config.problem_kind(config.reason_chain(exc)) == config.CREDENTIALS

@@ -19,8 +19,10 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agentwatch.store.agents_sql import scope_sql
+
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from clickhouse_connect.driver.client import Client
 
@@ -112,11 +114,18 @@ def _clean_error(exc: Exception) -> str:
 
 
 def run_query(
-    client: Client, sql: str, params: Mapping[str, Any] | None = None, max_rows: int = QUERY_MAX_ROWS
+    client: Client,
+    sql: str,
+    params: Mapping[str, Any] | None = None,
+    max_rows: int = QUERY_MAX_ROWS,
+    *,
+    on_error: Callable[[Exception], None] | None = None,
 ) -> dict[str, Any]:
     """Run one read-only query; never raises for a bad query (the reply carries the error).
 
     The reply: {"columns", "types", "rows", "truncated", "elapsed_ms"} or {"error": message}.
+    `on_error` sees the exception first and may raise its own (a server that cannot be used at
+    all is no bad query: see cli/sources.py).
     """
     found = statements(sql)
     if not found:
@@ -130,6 +139,8 @@ def run_query(
     try:
         result = client.query(sql, parameters=dict(params) if params else None)
     except Exception as exc:
+        if on_error is not None:
+            on_error(exc)
         return {"error": _clean_error(exc)}
     rows = result.result_rows
     limit = max(1, min(max_rows, QUERY_MAX_ROWS))
@@ -168,8 +179,10 @@ _HEADLINE_SQL = (
     ") ORDER BY timestamp"
 )
 _RECENT_SQL = _HEADLINE_SQL.format(where="", message_where="")
+# One agent: its name, host and scope (agentwatch.agents.scope, in SQL).
 _AGENT_SQL = _HEADLINE_SQL.format(
-    where="WHERE agent = {agent:String} ", message_where="WHERE from_agent = {agent:String} "
+    where=f"WHERE agent = {{agent:String}} AND host = {{host:String}} AND {scope_sql()} = {{scope:String}} ",
+    message_where=f"WHERE from_agent = {{agent:String}} AND {scope_sql()} = {{scope:String}} ",
 )
 
 
@@ -178,9 +191,11 @@ def recent_events(limit: int) -> Query:
     return Query(_RECENT_SQL, {"limit": int(limit)})
 
 
-def agent_events(agent: str, limit: int) -> Query:
-    """The newest `limit` events of one agent, oldest first, without payloads."""
-    return Query(_AGENT_SQL, {"agent": agent, "limit": int(limit)})
+def agent_events(key: tuple[str, str, str], limit: int) -> Query:
+    """The newest `limit` events of one agent (its key: host, scope, name), oldest first, without
+    payloads."""
+    host, scope, agent = key
+    return Query(_AGENT_SQL, {"host": host, "scope": scope, "agent": agent, "limit": int(limit)})
 
 
 def event_payload(event_id: str) -> Query:
@@ -389,9 +404,9 @@ _COST_SINCE = "hour >= toStartOfHour({since:DateTime64(3, 'UTC')})"
 # picks one; every value is a parameter.
 _COST_GROUPS: dict[str, tuple[str, str, str]] = {
     "agent": (
-        "agent, argMaxMerge(latest).2 AS parent_agent, argMaxMerge(latest).1 AS team",
-        "agent",
-        "cost_usd DESC NULLS LAST, agent",
+        "agent, team, argMaxMerge(latest).2 AS parent_agent",
+        "agent, team",
+        "cost_usd DESC NULLS LAST, agent, team",
     ),
     "team": ("team", "team", "cost_usd DESC NULLS LAST, team"),
     "model": ("model", "model", "cost_usd DESC NULLS LAST, model"),
@@ -401,11 +416,13 @@ _COST_GROUPS: dict[str, tuple[str, str, str]] = {
 
 def _cost_source(by: str, since: str) -> tuple[str, str, str]:
     """(rollup, WHERE clause, day expression) for a cost question: over all time, the rollups
-    without a time in their key (per agent, team and model; per day), whose rows do not grow with
-    the history; since a time, cost_hourly from that time's hour."""
+    without a time in their key (per agent, its host, scope, team and model; per day), whose rows
+    do not grow with the history; since a time, cost_hourly from that time's hour. An agent is
+    grouped with its team (its session's, or its named team): two agents of one name in two
+    sessions are two rows."""
     if since != EPOCH:
         return "cost_hourly", f"WHERE {_COST_SINCE} ", "toDate(hour)"
-    return ("cost_by_day" if by == "day" else "cost_by_agent"), "", "day"
+    return ("cost_by_day" if by == "day" else "agent_cost_rollup"), "", "day"
 
 
 def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
@@ -448,10 +465,11 @@ def cost_total(since: str = EPOCH) -> Query:
 
 # --- the dashboard's costs ----------------------------------------------------------------------
 
-# Per agent (its own, and with its subagents), per team, and the current and previous UTC hour:
-# what the roster, the team view and the status line show. One reply, three kinds of row, from
-# the cost rollups (their signed sums need no per-key step here). The hour row's name is
-# the start of its window (UTC).
+# Per agent (host, scope, name: its own, and with its subagents of the same host and scope), per
+# team, and the current and previous UTC hour: what the roster, the team view and the status line
+# show. One reply, three kinds of row, from the cost rollups (their signed sums need no per-key
+# step here). An agent row's name is its scope and name; the hour row's name is the start of its
+# window (UTC).
 _TOKENS = (
     "sum(input_tokens) + sum(output_tokens) + sum(cache_read_tokens) + sum(cache_write_5m_tokens) "
     "+ sum(cache_write_1h_tokens)"
@@ -459,19 +477,23 @@ _TOKENS = (
 _PRICE = "if(sum(api_calls) > 0 AND sum(unpriced_calls) = sum(api_calls), NULL, sum(priced_usd))"
 # Built from constants only: nothing here comes from a person.
 DASHBOARD_COSTS = Query(
-    "SELECT 'agent' AS what, toString(a.agent) AS name, a.usd AS usd, "  # noqa: S608
+    "SELECT 'agent' AS what, a.host AS host, a.scope AS scope, toString(a.agent) AS name, a.usd AS usd, "  # noqa: S608
     "if(a.usd IS NULL AND s.usd = 0, NULL, coalesce(a.usd, 0) + s.usd) AS usd_with_subagents, "
     "a.tokens AS tokens, a.unpriced AS unpriced FROM "
-    f"(SELECT agent, {_PRICE} AS usd, {_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced "
-    "FROM cost_by_agent GROUP BY agent HAVING sum(api_calls) > 0) AS a "
-    "LEFT JOIN (SELECT toString(parent_agent) AS parent, sum(priced_usd) AS usd FROM cost_by_agent "
-    "WHERE parent_agent != '' GROUP BY parent) AS s ON s.parent = toString(a.agent) "
+    f"(SELECT toString(host) AS host, scope, agent, {_PRICE} AS usd, {_TOKENS} AS tokens, "
+    "sum(unpriced_calls) AS unpriced FROM agent_cost_rollup GROUP BY host, scope, agent "
+    "HAVING sum(api_calls) > 0) AS a "
+    "LEFT JOIN (SELECT toString(host) AS host, scope, toString(parent_agent) AS parent, "
+    "sum(priced_usd) AS usd FROM agent_cost_rollup WHERE parent_agent != '' "
+    "GROUP BY host, scope, parent) AS s "
+    "ON s.host = a.host AND s.scope = a.scope AND s.parent = toString(a.agent) "
     "UNION ALL "
-    f"SELECT 'team' AS what, toString(team) AS name, {_PRICE} AS usd, {_PRICE} AS usd_with_subagents, "
-    f"{_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced FROM cost_by_agent WHERE team != '' GROUP BY team "
-    "HAVING sum(api_calls) > 0 "
+    f"SELECT 'team' AS what, '' AS host, '' AS scope, toString(team) AS name, {_PRICE} AS usd, "
+    f"{_PRICE} AS usd_with_subagents, {_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced "
+    "FROM agent_cost_rollup WHERE team != '' GROUP BY team HAVING sum(api_calls) > 0 "
     "UNION ALL "
-    "SELECT 'hour' AS what, toString(toStartOfHour(now() - INTERVAL 1 HOUR)) AS name, "
+    "SELECT 'hour' AS what, '' AS host, '' AS scope, "
+    "toString(toStartOfHour(now() - INTERVAL 1 HOUR)) AS name, "
     f"{_PRICE} AS usd, {_PRICE} AS usd_with_subagents, {_TOKENS} AS tokens, "
     "sum(unpriced_calls) AS unpriced FROM cost_hourly WHERE hour >= toStartOfHour(now() - INTERVAL 1 HOUR)"
 )
@@ -480,17 +502,28 @@ DASHBOARD_COSTS = Query(
 # --- the dashboard's roster and team, from the rollups -------------------------------------------
 
 ROSTER_LIMIT = 300
+# The roster's columns: the `agents` view's, with the latest state event in its parts (so the
+# dashboard applies live events after it by the same rule), the silence of its scope, and the
+# totals over every agent (the roster shows at most ROSTER_LIMIT).
+_ROSTER_SQL = """\
+SELECT
+    agent, host, scope, team, parent_agent, agent_type, agent_id, session_id, first_seen, last_seen,
+    state, current_tool, state_since, state_event, state_note, state_id, scope_last_seen, silent_s,
+    tool_calls, errors, messages_sent, events,
+    count() OVER () AS agents_total,
+    sum(events) OVER () AS events_total,
+    sum(messages_sent) OVER () AS messages_total,
+    countIf(state IN ('lost', 'stopped')) OVER () AS done_total
+FROM agents
+ORDER BY state IN ('lost', 'stopped'), last_seen DESC, agent
+LIMIT {limit:UInt32}"""
 
 
 def roster(limit: int = ROSTER_LIMIT) -> Query:
-    """Every agent ever seen (the `agents` view, read from its rollup), newest first, at most
-    `limit`: the dashboard's roster starts from it, not from the recent events alone."""
-    return Query(
-        "SELECT agent, team, parent_agent, agent_type, session_id, host, last_seen, state, current_tool, "
-        "tool_calls, errors, messages_sent, events FROM agents ORDER BY last_seen DESC, agent "
-        "LIMIT {limit:UInt32}",
-        {"limit": int(limit)},
-    )
+    """Every agent ever seen (the `agents` view: one row per host, scope and name), the live ones
+    first (not lost, not stopped), then the newest, at most `limit`: the dashboard's roster is
+    this answer plus the live events that came after it."""
+    return Query(_ROSTER_SQL, {"limit": int(limit)})
 
 
 def team_edges(window_s: int | None, limit: int = 500) -> Query:
@@ -506,6 +539,14 @@ def team_edges(window_s: int | None, limit: int = 500) -> Query:
         f"argMaxMerge(last_summary) AS last_summary FROM edge_hourly {where}"
         "GROUP BY from_agent, to_agent, team ORDER BY last_at DESC LIMIT {limit:UInt32}",
         _window_params(window_s, limit),
+    )
+
+
+def stored_ids(ids: Sequence[str]) -> Query:
+    """Which of `ids` (events or messages) the store holds: the dashboard's watermark. A live event
+    it holds is in the store's answers already; one it does not is added to them."""
+    return Query(
+        "SELECT id FROM event_ids WHERE id IN {ids:Array(String)} GROUP BY id", {"ids": [str(i) for i in ids]}
     )
 
 
@@ -537,10 +578,12 @@ def replay_events(seconds: int) -> Query:
     )
 
 
-# Built from constants only: what each session, agent and team cost (the budget rule).
+# Built from constants only: what each session, agent and team cost (the budget rule). An agent is
+# named with its scope (`scope/agent`): agents of one name in two sessions are two budgets.
 BUDGET_COSTS = Query(
     "SELECT 'session' AS scope, session_id AS name, cost_usd FROM session_costs WHERE cost_usd IS NOT NULL "
-    "UNION ALL SELECT 'agent' AS scope, agent AS name, cost_usd FROM agent_costs WHERE cost_usd IS NOT NULL "
+    "UNION ALL SELECT 'agent' AS scope, concat(agent_costs.scope, '/', agent) AS name, cost_usd "
+    "FROM agent_costs WHERE cost_usd IS NOT NULL "
     "UNION ALL SELECT 'team' AS scope, team AS name, sum(s.cost_usd) AS cost_usd FROM session_costs AS s "
     "WHERE team != '' AND s.cost_usd IS NOT NULL GROUP BY team"
 )

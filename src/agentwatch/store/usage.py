@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentwatch.contract import COST_STATE_KIND, USAGE_KIND, EnvelopeError, decode_envelope, dumps
+from agentwatch.format import utc_datetime
 from agentwatch.store.pricing import Tokens, price
 
 if TYPE_CHECKING:
@@ -96,11 +97,10 @@ def _count(env: dict[str, Any], key: str) -> int:
 
 def _when(env: dict[str, Any]) -> dt.datetime:
     text = _str(env, "timestamp")
-    try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise EnvelopeError(f"field 'timestamp' is not an ISO-8601 time: {text!r}") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+    when = utc_datetime(text)
+    if when is None:
+        raise EnvelopeError(f"field 'timestamp' is not an ISO-8601 time: {text!r}")
+    return when
 
 
 def usage_row(env: dict[str, Any]) -> list[Any]:
