@@ -24,6 +24,7 @@ from textual.worker import WorkerCancelled
 
 from agentwatch.bus.live import NatsLiveSource
 from agentwatch.cli.sources import History
+from agentwatch.store.answer import HistoryError
 from agentwatch.tui.app import AgentwatchApp
 from agentwatch.tui.table import Table
 from tests.conftest import CAPTURES, clean_env, load_fixture_file, run_emit
@@ -77,11 +78,13 @@ def emit(rec: dict[str, Any], store_env: dict[str, str], tmp_path: Path) -> None
 
 def stored_events(env: dict[str, str]) -> int:
     """Events the store holds, asked the way the dashboard asks; -1 while its query service is away."""
+    source = History(env, timeout=10)
     try:
-        result = History(env, timeout=10).query("SELECT count() AS n FROM events")
-    except (OSError, LookupError):
+        return int(source.query("SELECT count() AS n FROM events").scalar())
+    except HistoryError:
         return -1
-    return int(result["rows"][0][0]) if "rows" in result else -1
+    finally:
+        source.close()
 
 
 def table_rows(app: AgentwatchApp, selector: str) -> list[Row]:
@@ -130,7 +133,8 @@ async def test_hook_events_reach_the_dashboard_live_and_from_history(
         assert time.monotonic() < deadline, f"the store has {stored} of {len(earlier)} events"
         await asyncio.sleep(0.1)
 
-    app = AgentwatchApp(NatsLiveSource(store_env["AGENTWATCH_NATS_URL"]), History(store_env, timeout=10))
+    history = History(store_env, timeout=10)
+    app = AgentwatchApp(NatsLiveSource(store_env["AGENTWATCH_NATS_URL"]), history)
     try:
         async with app.run_test(size=(160, 40)) as pilot:
             await check_dashboard(app, pilot, hook)
@@ -140,6 +144,7 @@ async def test_hook_events_reach_the_dashboard_live_and_from_history(
         for worker in [worker for worker in app.workers if worker.group == "live"]:
             with contextlib.suppress(WorkerCancelled):
                 await asyncio.wait_for(worker.wait(), 10)
+        history.close()
 
 
 async def check_dashboard(
@@ -150,7 +155,13 @@ async def check_dashboard(
     await until(pilot, "bus connected", lambda: app.bus_ok)
     await until(pilot, "history in the roster", lambda: "main-2421d2e0" in roster(app))
     main = roster(app)["main-2421d2e0"]
-    assert (main["team"], main["state"], main["tool"], main["calls"]) == (TEAM, "working", "Bash", "2")
+    # Its latest state event is the Read's result (agents.TRANSITIONS): thinking, as SQL says too.
+    assert (main["team"], main["state"], main["tool"], main["calls"]) == (
+        f"{TEAM}·2421d2",
+        "thinking",
+        "",
+        "2",
+    )
     feed = table_rows(app, "#feed")
     assert [(r["agent"], r["event"], r["text"]) for r in feed] == [
         ("main-2421d2e0", "PreToolUse", "Read CLAUDE.md"),
@@ -167,7 +178,11 @@ async def check_dashboard(
         lambda: roster(app).get("researcher", {}).get("state") == "working",
     )
     researcher = roster(app)["researcher"]
-    assert (researcher["team"], researcher["tool"], researcher["calls"]) == (TEAM, "SendMessage", "1")
+    assert (researcher["team"], researcher["tool"], researcher["calls"]) == (
+        f"{TEAM}·96f21a",
+        "SendMessage",
+        "1",
+    )
     last = table_rows(app, "#feed")[-1]
     assert (last["agent"], last["event"], last["text"]) == ("researcher", "PreToolUse", SENT)
 
@@ -178,7 +193,7 @@ async def check_dashboard(
     researcher = roster(app)["researcher"]
     assert (researcher["state"], researcher["tool"]) == ("thinking", "")
     lead = roster(app)["main-96f21a61"]
-    assert (lead["team"], lead["state"], lead["calls"]) == (TEAM, "thinking", "0")
+    assert (lead["team"], lead["state"], lead["calls"]) == (f"{TEAM}·96f21a", "thinking", "0")
     names = [row["agent"] for row in table_rows(app, "#roster")]
     assert names[names.index("main-96f21a61") + 1] == "  └ researcher", "nested under its lead"
     live = table_rows(app, "#feed")[3:]
@@ -190,5 +205,5 @@ async def check_dashboard(
     ]
     assert [r["event"] for r in live[:3]] == ["PostToolUse", "PreToolUse", "PostToolUse"]
     assert live[3]["event"] in ("PostToolUse", "message"), "the message envelope (SendMessage's companion)"
-    assert "3 agents · 7 events" in status_line(app)
+    assert "3 agents · 6 events" in status_line(app)
     assert app.feed.total == 7, "nothing shown twice (history and live de-duplicated)"

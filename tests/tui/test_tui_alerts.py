@@ -8,13 +8,13 @@ from typing import Any
 from agentwatch.tui.alerts_view import Alerts, AlertsScreen
 from agentwatch.tui.table import Table
 from agentwatch.tui.views import AgentScreen
-from tests.tui.test_tui_app import make_app, painted, roster_rows, status_text, team_traffic, until
+from tests.tui.test_tui_app import SESSION, make_app, painted, roster_rows, status_text, team_traffic, until
 
 
 def alert(state: str, agent: str, alert_id: str = "a1", rule: str = "stuck_tool") -> dict[str, Any]:
     return {
         "id": alert_id, "rule": rule, "severity": "warning", "state": state, "agent": agent, "team": "",
-        "session_id": "s", "host": "h", "summary": f"{agent} has been inside Bash for 30s", "details": {},
+        "session_id": SESSION, "host": "", "summary": f"{agent} has been inside Bash for 30s", "details": {},
         "since": "2026-11-23T10:00:00.000Z", "at": "2026-11-23T10:00:30.000Z",
     }  # fmt: skip
 
@@ -68,5 +68,10 @@ def test_the_bell_can_be_turned_off() -> None:
     assert Alerts({}).bell and not Alerts({"AGENTWATCH_ALERT_BELL": "0"}).bell
     alerts = Alerts({})
     assert alerts.take(alert("firing", "x")) and not alerts.take(alert("firing", "x"))
-    assert alerts.status() == "1 open alert" and alerts.marked("x")
-    assert not alerts.take(alert("resolved", "x")) and alerts.status() == "" and not alerts.marked("x")
+    x = ("", SESSION, "x")
+    assert alerts.status() == "1 open alert" and alerts.marked(x)
+    assert not alerts.take(alert("resolved", "x")) and alerts.status() == "" and not alerts.marked(x)
+    assert not alerts.take(alert("firing", "x")), (
+        "resolved is its last state: a late firing copy changes nothing"
+    )
+    assert [a["state"] for a in alerts.rows()] == ["resolved"], "one row per alert"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -14,12 +15,17 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from agentwatch.contract import envelopes_from_stdin
+from agentwatch.format import utc_datetime
+from agentwatch.store import queries
+from agentwatch.store.answer import Answer, HistoryUnreachable
 from agentwatch.tui import app as app_module
 from agentwatch.tui import common, help, table, tools_view, views
 from agentwatch.tui.app import AgentwatchApp, EventScreen, HelpScreen
 from agentwatch.tui.layout import SIDE_BY_SIDE_WIDTH
+from agentwatch.tui.roster import Roster
 from agentwatch.tui.sources import Deliver, Status
 from agentwatch.tui.table import Table
+from agentwatch.tui.team import Team
 from agentwatch.tui.tools_view import ToolsScreen
 from agentwatch.tui.views import AgentScreen, TeamScreen
 
@@ -72,20 +78,75 @@ class FakeLive:
 
 
 class FakeHistory:
+    """A store that holds `envelopes`: it answers the dashboard's questions as the real one would
+    (its roster and edges made by playing them through the dashboard's own model, the recent events
+    as rows, every id stored), or raises `error`."""
+
     def __init__(self, envelopes: list[dict[str, Any]] | None = None, error: Exception | None = None) -> None:
         self.envelopes = envelopes or []
         self.error = error
+        self.asked: list[str] = []
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:  # noqa: ARG002
-        assert "FROM events" in sql
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Answer:
+        self.asked.append(sql)
         if self.error is not None:
             raise self.error
-        columns = ["id", "timestamp", "event", "kind", "agent", "team", "parent_agent", "agent_type",
-                   "session_id", "host", "tool_name", "tool_use_id", "text", "data"]  # fmt: skip
-        rows = [[e.get(c) if c != "data" else json.dumps(e["data"]) for c in columns] for e in self.envelopes]
-        for row in rows:
-            row[1] = str(row[1]).rstrip("Z")  # ClickHouse returns naive UTC
-        return {"columns": columns, "rows": rows}
+        if sql == queries.roster().sql:
+            return self._roster()
+        if "FROM edge_hourly" in sql:
+            team = Team()
+            for env in self.envelopes:
+                team.apply(env)
+            edges = [
+                (e.sender, e.recipient, e.team, e.count, utc(e.last_at), e.summary) for e in team.edges()
+            ]
+            return answer(("from_agent", "to_agent", "team", "messages", "last_at", "last_summary"), edges)
+        if "FROM event_ids" in sql:
+            held = {str(e.get("id")) for e in self.envelopes}
+            asked = (params or {}).get("ids") or []
+            return answer(("id",), [(i,) for i in asked if i in held])
+        if "FROM events" in sql:
+            columns = ("id", "timestamp", "event", "kind", "agent", "team", "parent_agent", "agent_type",
+                       "session_id", "host", "tool_name", "tool_use_id", "text", "data")  # fmt: skip
+            rows: list[tuple[Any, ...]] = [tuple(cell(e, c) for c in columns) for e in self.envelopes]
+            return answer(columns, rows)
+        return answer(("what", "session_id"), [])  # alerts, costs, tools, sessions: none
+
+    def _roster(self) -> Answer:
+        roster = Roster()
+        for env in self.envelopes:
+            roster.apply(env)
+        columns = ("agent", "host", "scope", "team", "parent_agent", "agent_type", "session_id",
+                   "last_seen", "state_event", "state_note", "state_id", "state_since", "current_tool",
+                   "scope_last_seen", "tool_calls", "errors", "messages_sent", "events", "agents_total",
+                   "events_total")  # fmt: skip
+        agents = roster.agents()
+        rows = [
+            (a.name, a.host, a.scope, a.team, a.parent, a.agent_type, a.session_id, utc(a.last_seen),
+             a.state_event, "", a.mark[1], utc(a.state_at) if a.state_at else None, a.tool,
+             utc(roster.scope_seen(a)), a.tool_calls, a.errors, a.messages, a.events, len(agents),
+             sum(x.events for x in agents))
+            for a in agents
+        ]  # fmt: skip
+        return answer(columns, rows)
+
+
+EDGE_COLUMNS = ("from_agent", "to_agent", "team", "messages", "last_at", "last_summary")
+
+
+def cell(env: dict[str, Any], column: str) -> Any:
+    """A column of an event row as the store answers it."""
+    if column == "timestamp":
+        return utc_datetime(env[column])
+    return json.dumps(env[column]) if column == "data" else env.get(column)
+
+
+def utc(at: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(at, dt.UTC)
+
+
+def answer(columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Answer:
+    return Answer(columns=columns, types=("",) * len(columns), rows=rows)
 
 
 def make_app(live: list[dict[str, Any]], history: FakeHistory | None = None) -> AgentwatchApp:
@@ -200,9 +261,9 @@ async def test_history_fills_the_roster_and_store_errors_are_said() -> None:
             "reviewer",
         }
         assert "7 recent events loaded" in str(app.query_one("#status").render())
-    broken = make_app([], FakeHistory(error=OSError("connection refused")))
+    broken = make_app([], FakeHistory(error=HistoryUnreachable("no server answers at nats://fake:4222")))
     async with broken.run_test(size=(160, 40)) as pilot:
-        await until(pilot, lambda: "store unreachable" in status_text(broken))
+        await until(pilot, lambda: "no server answers at nats://fake:4222" in status_text(broken))
 
 
 async def test_help_pause_and_sort_keys() -> None:

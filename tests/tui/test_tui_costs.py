@@ -11,9 +11,20 @@ import pytest
 
 from agentwatch.format import money
 from agentwatch.store import queries
+from agentwatch.store.answer import Answer
 from agentwatch.tui import app as app_module
 from agentwatch.tui.costs import Costs
-from tests.tui.test_tui_app import BASE, FakeHistory, FakeLive, roster_rows, status_text, team_traffic, until
+from tests.tui.test_tui_app import (
+    BASE,
+    SESSION,
+    FakeHistory,
+    FakeLive,
+    answer,
+    roster_rows,
+    status_text,
+    team_traffic,
+    until,
+)
 
 LEAD, SUB, TEAM = "main-5e55105e", "Explore-fd10a9f3", "session-5e55105e"
 
@@ -26,19 +37,20 @@ class PricedStore(FakeHistory):
         self.lead_usd = 1.2
         self.cost_asks = 0
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Answer:
         if sql != queries.DASHBOARD_COSTS.sql:
             return super().query(sql, params)
         self.cost_asks += 1
-        columns = ["what", "name", "usd", "usd_with_subagents", "tokens", "unpriced"]
+        columns = ("what", "host", "scope", "name", "usd", "usd_with_subagents", "tokens", "unpriced")
         rows = [
-            ["agent", LEAD, self.lead_usd, self.lead_usd + 1.3, 90_000, 0],
-            ["agent", SUB, 1.3, 1.3, 50_000, 0],
-            ["agent", "reviewer", None, None, 4_000, 3],
-            ["team", TEAM, self.lead_usd + 1.3, self.lead_usd + 1.3, 144_000, 3],
-            ["hour", "2026-11-18 10:00:00", 0.75, 0.75, 20_000, 0],
+            ("agent", "", SESSION, LEAD, self.lead_usd, self.lead_usd + 1.3, 90_000, 0),
+            ("agent", "", SESSION, SUB, 1.3, 1.3, 50_000, 0),
+            ("agent", "", SESSION, "reviewer", None, None, 4_000, 3),
+            ("agent", "", "another-session", "reviewer", 9.0, 9.0, 4_000, 0),
+            ("team", "", "", TEAM, self.lead_usd + 1.3, self.lead_usd + 1.3, 144_000, 3),
+            ("hour", "", "", "2026-11-18 10:00:00", 0.75, 0.75, 20_000, 0),
         ]
-        return {"columns": columns, "rows": rows}
+        return answer(columns, rows)
 
 
 def cost_cells(app: app_module.AgentwatchApp) -> dict[str, tuple[str, str]]:
@@ -48,15 +60,17 @@ def cost_cells(app: app_module.AgentwatchApp) -> dict[str, tuple[str, str]]:
 
 
 async def test_the_roster_and_status_line_show_what_agents_cost(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app_module, "COST_REFRESH_SECONDS", 3600.0)  # only usage makes it ask again
     monkeypatch.setattr(app_module, "COST_AFTER_USAGE_SECONDS", 0.1)
     store = PricedStore([])
     live = FakeLive(team_traffic())
-    app = app_module.AgentwatchApp(live, store, clock=lambda: BASE)
+    # Only usage makes it ask again: the regular refresh is an hour away.
+    app = app_module.AgentwatchApp(live, store, clock=lambda: BASE, refresh_seconds=3600.0)
     async with app.run_test(size=(200, 40)) as pilot:
         await until(pilot, lambda: cost_cells(app).get(LEAD) == ("$1.20", "$2.50"))
         assert cost_cells(app)[SUB] == ("$1.30", "")
-        assert cost_cells(app)["reviewer"] == ("unpriced", ""), "unknown price: never $0"
+        assert cost_cells(app)["reviewer"] == ("unpriced", ""), (
+            "unknown price: never $0; not the other reviewer's"
+        )
         # Since the start of the previous UTC hour (the store's cost rollup is hourly), in local time.
         since = dt.datetime(2026, 11, 18, 10, tzinfo=dt.UTC).astimezone()
         await until(pilot, lambda: f"$0.75 since {since:%H:%M}" in status_text(app))
@@ -80,8 +94,9 @@ def test_money_is_never_zero_for_an_unknown_price() -> None:
         "",
     )
     costs = Costs()
-    costs.update([["agent", "a", 1.0, 1.0, 5, 0], ["agent", "b", 0.5, 2.25, 5, 0]])
-    assert (costs.own("a"), costs.with_subagents("a"), costs.with_subagents("b"), costs.own("zz")) == (
+    costs.update([["agent", "h", "s", "a", 1.0, 1.0, 5, 0], ["agent", "h", "s", "b", 0.5, 2.25, 5, 0]])
+    a, b, zz = ("h", "s", "a"), ("h", "s", "b"), ("h", "s", "zz")
+    assert (costs.own(a), costs.with_subagents(a), costs.with_subagents(b), costs.own(zz)) == (
         "$1.00",
         "",
         "$2.25",

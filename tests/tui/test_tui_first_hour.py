@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
+from agentwatch.store.answer import Answer, HistoryUnreachable
 from agentwatch.tui import app as app_module
 from agentwatch.tui.app import EMPTY_HINT
 from agentwatch.tui.table import Table
@@ -32,12 +33,14 @@ class LateStore(FakeHistory):
     def __init__(self, envelopes: list[dict[str, Any]], failures: int) -> None:
         super().__init__(envelopes)
         self.failures = failures
-        self.asked = 0
+        self.failed = 0
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        self.asked += 1
-        if self.asked <= self.failures:
-            raise ConnectionError("no NATS server answers at nats://127.0.0.1:4222")
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Answer:
+        if self.failed < self.failures:
+            self.failed += 1
+            raise HistoryUnreachable(
+                "no server answers at nats://127.0.0.1:4222: start it with `agentwatch up`"
+            )
         return super().query(sql, params)
 
 
@@ -48,14 +51,14 @@ async def test_history_loads_once_the_store_answers(monkeypatch: pytest.MonkeyPa
     store = LateStore(stored, failures=3)
     app = app_module.AgentwatchApp(FakeLive(live), store, clock=lambda: BASE)
     async with app.run_test(size=(160, 40)) as pilot:
-        await until(pilot, lambda: "store unreachable" in status_text(app) and "retrying" in status_text(app))
+        await until(pilot, lambda: "no server answers" in status_text(app) and "retrying" in status_text(app))
         await until(pilot, lambda: "store: 4 recent events loaded" in status_text(app))
-        assert store.asked == 5  # three failures, then the recent events and the stored roster
+        assert store.failed == 3
         await until(pilot, lambda: len(feed_rows(app)) == len(traffic))
         texts = [row[3] for row in feed_rows(app)]
         assert texts == [env["text"] for env in traffic], "history first, then what came live: time order"
-        reviewer = app.roster.get("reviewer")
-        assert reviewer is not None and reviewer.state == "waiting"
+        (reviewer,) = app.roster.named("reviewer")
+        assert reviewer.state == "waiting"
 
 
 async def test_enter_applies_the_filter_and_gives_the_keys_back() -> None:
@@ -88,8 +91,8 @@ async def test_escape_clears_the_filter_then_leaves_it() -> None:
 async def test_an_empty_dashboard_says_what_to_do() -> None:
     app = make_app([], FakeHistory([]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await until(pilot, lambda: "store: 0 recent events loaded" in status_text(app))
-        assert EMPTY_HINT in status_text(app)
+        await until(pilot, lambda: app.store_text == "store: 0 recent events loaded")
+        await until(pilot, lambda: EMPTY_HINT in status_text(app))
         assert "agentwatch hooks install" in EMPTY_HINT and "agentwatch demo" in EMPTY_HINT
 
 

@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Static
 import agentwatch.tui
 from agentwatch.contract import encode_envelope, envelopes_from_stdin
 from agentwatch.store import queries
+from agentwatch.store.answer import Answer, HistoryUnreachable, decode
 from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.queries import SESSIONS_LIMIT, Query
 from agentwatch.store.writes import insert_batch
@@ -284,10 +285,10 @@ class FakeStore:
         self.unreachable: Exception | None = None
         self.error: str | None = None
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Answer:
         query = Query(sql, dict(params) if params is not None else None)
         self.asked.append(query)
-        return self.answer(query)
+        return decode(self.answer(query))
 
     def answer(self, query: Query) -> dict[str, Any]:
         sql = query.sql
@@ -456,7 +457,7 @@ async def test_window_and_sort_keys_issue_the_matching_sql() -> None:
 
 async def test_store_errors_are_said_and_it_recovers() -> None:
     store = FakeStore()
-    store.unreachable = OSError("connection refused")
+    store.unreachable = HistoryUnreachable("no server answers at nats://fake:4222 (connection refused)")
     app = Host(store, refresh_seconds=0.2)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
@@ -464,7 +465,8 @@ async def test_store_errors_are_said_and_it_recovers() -> None:
         assert isinstance(screen, ToolsScreen)
         status = screen.query_one("#tools-status", Static)
         assert (
-            text_of(screen, "#tools-status") == "store unreachable: connection refused; retrying every 0.2s"
+            text_of(screen, "#tools-status")
+            == "store: no server answers at nats://fake:4222 (connection refused); retrying every 0.2s"
         )
         assert shown(status) and status.has_class("-error")
         assert cells(screen, "#tools-stats") == []
@@ -478,7 +480,7 @@ async def test_store_errors_are_said_and_it_recovers() -> None:
         await pilot.pause(0.4)
         await settle(app, pilot)
         assert text_of(screen, "#tools-status").startswith(
-            "store error: Code: 60. DB::Exception: Unknown table"
+            "store: ClickHouse: Code: 60. DB::Exception: Unknown table"
         )
 
         store.error = None
@@ -488,10 +490,10 @@ async def test_store_errors_are_said_and_it_recovers() -> None:
         assert len(cells(screen, "#tools-stats")) == 4
         assert "updated 01:20:00 UTC" in text_of(screen, "#tools-title")
 
-        store.unreachable = LookupError("no store answered on agentwatch.query")
+        store.unreachable = HistoryUnreachable("no store answers queries on this bus")
         await pilot.pause(0.4)
         await settle(app, pilot)
-        assert "store unreachable: no store answered" in text_of(screen, "#tools-status")
+        assert "store: no store answers queries" in text_of(screen, "#tools-status")
         assert len(cells(screen, "#tools-stats")) == 4, "the last answer stays on screen"
         assert "data from 01:20:00 UTC" in text_of(screen, "#tools-title")
         await pilot.press("q")

@@ -12,15 +12,18 @@ from textual.widgets import DataTable, Static, TabbedContent
 
 from agentwatch.contract import encode_envelope
 from agentwatch.store import queries
+from agentwatch.store.answer import decode
 from agentwatch.store.migrations import apply_migrations
-from agentwatch.store.queries import Query
+from agentwatch.store.queries import Query, run_query
 from agentwatch.store.writes import insert_batch
 from agentwatch.tui.app import AgentwatchApp, EventScreen
-from agentwatch.tui.sources import rows_as_envelopes
+from agentwatch.tui.sources import answer_envelopes
 from agentwatch.tui.table import Table
 from agentwatch.tui.views import AgentScreen, TeamScreen
-from tests.tui.test_tui_app import BASE, FakeHistory, FakeLive, env_of, painted, team_traffic, until
-from tests.unit.test_tui_model import team_envelopes
+from tests.tui.test_tui_app import BASE, SESSION, FakeHistory, FakeLive, env_of, painted, team_traffic, until
+from tests.unit.test_tui_model import TEAM_SESSION, team_envelopes
+
+LEAD_KEY = ("", SESSION, "main-5e55105e")
 
 
 def table_rows(screen: Any, selector: str) -> list[list[str]]:
@@ -97,7 +100,7 @@ async def test_agent_detail_reads_older_events_from_the_store_once_each() -> Non
     app = make_app(traffic, history)
     async with app.run_test(size=(160, 40)) as pilot:
         await painted(pilot, app, 7)
-        app.show_agent("main-5e55105e")
+        app.show_agent(LEAD_KEY)
         await until(pilot, lambda: len(table_rows(app.screen, "#agent-timeline")) == 3)
         texts = [r[2] for r in table_rows(app.screen, "#agent-timeline")]
         assert texts == ["$ pytest -q", "Fix the flaky test", "session start (startup)"], texts
@@ -112,8 +115,9 @@ async def test_team_view_edges_tasks_and_idle_teammates() -> None:
         screen = app.screen
         assert isinstance(screen, TeamScreen)
         edges = table_rows(screen, "#team-edges")
-        assert edges[0][:3] == ["researcher", "main-96f21a61", "2"] and edges[0][4] == "Second pass done"
-        assert edges[1][:3] == ["main-96f21a61", "researcher", "1"] and edges[1][4] == "Kickoff"
+        assert edges[0][:4] == ["session-96f21a61", "researcher", "main-96f21a61", "2"]
+        assert edges[0][5] == "Second pass done"
+        assert edges[1][1:4] == ["main-96f21a61", "researcher", "1"] and edges[1][5] == "Kickoff"
         tasks = table_rows(screen, "#team-tasks")
         assert [(t[0], t[1], t[2], t[3]) for t in tasks] == [
             ("2", "open", "Review the store", "main-96f21a61"),
@@ -126,7 +130,7 @@ async def test_team_view_edges_tasks_and_idle_teammates() -> None:
         # live: a new message shows up without leaving the view
         kickoff = next(e for e in team_envelopes() if e["kind"] == "message")
         app.live.deliver(kickoff)  # type: ignore[attr-defined]
-        await until(pilot, lambda: table_rows(screen, "#team-edges")[1][2] == "2")
+        await until(pilot, lambda: table_rows(screen, "#team-edges")[1][3] == "2")
         await pilot.press("escape")
         assert app.screen is app.screen_stack[0]
 
@@ -154,7 +158,12 @@ async def test_command_palette_offers_each_view_and_each_agent() -> None:
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for view in ("Live view", "Team view", "Tools and history", "Help"):
             assert view in titles
-        assert {"Agent: main-5e55105e", "Agent: reviewer", "Agent: Explore-fd10a9f3"} <= set(titles)
+        team = "(session-5e55105e)"
+        assert {
+            f"Agent: main-5e55105e {team}",
+            f"Agent: reviewer {team}",
+            f"Agent: Explore-fd10a9f3 {team}",
+        } <= set(titles), "each agent with where it lives"
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette))
         for ch in "Team view":
@@ -166,7 +175,9 @@ async def test_command_palette_offers_each_view_and_each_agent() -> None:
         )
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, TeamScreen))
-        command = next(c for c in app.get_system_commands(app.screen) if c.title == "Agent: reviewer")
+        command = next(
+            c for c in app.get_system_commands(app.screen) if c.title == "Agent: reviewer (session-5e55105e)"
+        )
         command.callback()
         await until(pilot, lambda: isinstance(app.screen, AgentScreen))
         assert isinstance(app.screen, AgentScreen) and app.screen.agent_name == "reviewer"
@@ -210,10 +221,7 @@ def test_headline_queries_run_on_the_real_schema(chdb_database: Client) -> None:
     )
 
     def run(query: Query) -> list[dict[str, Any]]:
-        result = chdb_database.query(query.sql, parameters=query.params)
-        rows = [[str(v) if k == "timestamp" else v for k, v in zip(result.column_names, row, strict=True)]
-                for row in result.result_rows]  # fmt: skip
-        return rows_as_envelopes({"columns": list(result.column_names), "rows": rows})
+        return answer_envelopes(decode(run_query(chdb_database, *query)))
 
     recent = run(queries.recent_events(100))
     assert len(recent) == len(envelopes) and "data" not in recent[0]
@@ -222,7 +230,7 @@ def test_headline_queries_run_on_the_real_schema(chdb_database: Client) -> None:
     assert tasks == [("1", "Collect payloads"), ("2", "Review the store"), ("1", "Collect payloads")]
     messages = [e for e in recent if e["kind"] == "message"]
     assert {m["peer"] for m in messages} == {"researcher", "main-96f21a61"}
-    mine = run(queries.agent_events("researcher", 2))
+    mine = run(queries.agent_events(("", TEAM_SESSION, "researcher"), 2))
     assert [e["agent"] for e in mine] == ["researcher", "researcher"]
     assert mine[-1]["event"] == "TeammateIdle", "the newest two, oldest first"
 
@@ -231,7 +239,7 @@ def test_headline_queries_run_on_the_real_schema(chdb_database: Client) -> None:
 def test_agent_names_are_bound_by_clickhouse_never_formatted_in(chdb_database: Client, name: str) -> None:
     apply_migrations(chdb_database)
     insert_batch(chdb_database, [encode_envelope(e) for e in team_envelopes() if e["kind"] != "message"], [])
-    query = queries.agent_events(name, 10)
+    query = queries.agent_events(("", TEAM_SESSION, name), 10)
     assert not name or name not in query.sql
     assert chdb_database.query(query.sql, parameters=query.params).result_rows == []
 
@@ -239,7 +247,7 @@ def test_agent_names_are_bound_by_clickhouse_never_formatted_in(chdb_database: C
 def test_agent_screen_snapshot(snap_compare: Any) -> None:
     async def open_lead(pilot: Any) -> None:
         await pilot.pause(0.4)
-        pilot.app.show_agent("main-5e55105e")
+        pilot.app.show_agent(LEAD_KEY)
         await pilot.pause(0.4)
         await pilot.press("2")
         await pilot.pause(0.2)
@@ -303,12 +311,12 @@ async def test_text_that_looks_like_markup_is_shown_as_written_everywhere() -> N
         feed = app.query_one("#feed", Table)
         texts = [str(feed.get_row_at(i)[3]) for i in range(feed.row_count)]
         assert any(odd in t for t in texts)
-        app.show_agent("main-5e55105e")
+        app.show_agent(LEAD_KEY)
         await until(pilot, lambda: len(table_rows(app.screen, "#agent-errors")) == 1)
         assert odd in table_rows(app.screen, "#agent-errors")[0][2]
         await pilot.press("t")
         await until(pilot, lambda: len(table_rows(app.screen, "#team-tasks")) == 1)
         assert table_rows(app.screen, "#team-tasks")[0][2] == odd
-        assert table_rows(app.screen, "#team-edges")[0][4] == odd
+        assert table_rows(app.screen, "#team-edges")[0][5] == odd
         await pilot.pause(0.3)
         assert app.is_running

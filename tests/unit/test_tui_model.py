@@ -5,26 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentwatch.agents import FAILED, IDLE, LOST, STOPPED, THINKING, WAITING, WORKING
 from agentwatch.contract import envelopes_from_stdin
 from agentwatch.tui.model import (
-    FAILED,
-    IDLE,
-    STOPPED,
-    THINKING,
     TIMELINE_MAX,
-    WAITING,
-    WORKING,
     Feed,
     FeedFilter,
     FeedLine,
-    Roster,
-    Team,
     conversation,
     errors,
-    idle_teammates,
     sparkline,
     tool_calls,
 )
+from agentwatch.tui.roster import Agent, Roster, Unconfirmed, idle_teammates
+from agentwatch.tui.team import Team
 from tests.conftest import CAPTURES, load_fixture_file
 
 Env = dict[str, Any]
@@ -37,6 +31,12 @@ def envs(payload: dict[str, Any], at: float, environ: dict[str, str] | None = No
 
 def one(payload: dict[str, Any], at: float) -> Env:
     return envs(payload, at)[0]
+
+
+def named(roster: Roster, name: str) -> Agent:
+    """The one agent of that name (these tests have one of each)."""
+    (agent,) = roster.named(name)
+    return agent
 
 
 def call(event: str, tool: str = "Bash", tool_use_id: str = "toolu_1", **extra: Any) -> dict[str, Any]:
@@ -63,8 +63,7 @@ def test_state_follows_the_agents_turn() -> None:
         assert agent is not None
         seen.append(agent.state)
     assert seen == [state for _, state in steps]
-    agent = roster.get("main-5e55105e")
-    assert agent is not None
+    agent = named(roster, "main-5e55105e")
     assert (agent.tool_calls, agent.errors, agent.events) == (2, 2, len(steps))
 
 
@@ -73,7 +72,7 @@ def test_waiting_for_permission_shows_the_tool_and_how_long() -> None:
     roster.apply(one(call("PreToolUse", tool="WebFetch"), BASE))
     agent = roster.apply(one(call("PermissionRequest", tool="WebFetch"), BASE + 2))
     assert agent is not None and agent.state == WAITING and agent.tool == "WebFetch"
-    assert agent.tool_running_for(BASE + 10) == 10.0
+    assert agent.tool_running_for(BASE + 10) == 8.0, "waiting since the request (agents.TRANSITIONS)"
 
 
 def test_subagents_and_teammates_nest_under_their_lead() -> None:
@@ -125,8 +124,7 @@ def test_activity_sparkline() -> None:
     roster = Roster()
     for i in range(40):
         roster.apply(one({"hook_event_name": "Notification", "session_id": "5e55105e-0000"}, BASE + i * 0.5))
-    agent = roster.get("main-5e55105e")
-    assert agent is not None
+    agent = named(roster, "main-5e55105e")
     line = sparkline(agent.activity)
     assert len(line) == 30 and line[-1] != " " and line[0] == " "
     assert sparkline([0, 0]) == "  " and sparkline([1, 8]) == "▁█"
@@ -167,6 +165,7 @@ def test_team_edges_count_messages_and_keep_the_latest_summary() -> None:
     for env in team_envelopes():
         team.apply(env)
     edges = {(e.sender, e.recipient): e for e in team.edges()}
+    assert {e.team for e in team.edges()} == {"session-96f21a61"}
     assert set(edges) == {("main-96f21a61", "researcher"), ("researcher", "main-96f21a61")}
     back = edges[("researcher", "main-96f21a61")]
     assert back.count == 2 and back.summary == "Second pass done" and back.last_at == BASE + 5
@@ -213,7 +212,7 @@ def test_idle_teammates_are_team_agents_whose_turn_is_over() -> None:
     roster = Roster()
     roster.apply_all(team_envelopes())
     assert [a.name for a in idle_teammates(roster)] == ["researcher"]
-    assert roster.children("main-96f21a61")[0].name == "researcher"
+    assert roster.children(named(roster, "main-96f21a61").key)[0].name == "researcher"
 
 
 def test_tool_calls_pair_by_id_and_time_each_call() -> None:
@@ -247,8 +246,8 @@ def test_the_agent_timeline_is_bounded_and_feeds_its_conversation() -> None:
     stop = {"hook_event_name": "Stop", "session_id": "5e55105e-0000", "last_assistant_message": "done"}
     for i in range(TIMELINE_MAX + 50):
         roster.apply(one(prompt if i % 2 == 0 else stop, BASE + i))
-    agent = roster.get("main-5e55105e")
-    assert agent is not None and len(agent.timeline) == TIMELINE_MAX
+    agent = named(roster, "main-5e55105e")
+    assert len(agent.timeline) == TIMELINE_MAX
     said = conversation(agent.timeline)
     assert [line.kind for line in said[-2:]] == ["prompt", "response"] and said[-1].text == "done"
 
@@ -274,8 +273,7 @@ def test_agent_timelines_keep_headlines_not_payloads() -> None:
     roster = Roster()
     env = one(call("PreToolUse", "Bash", "t1"), BASE)
     roster.apply(env)
-    agent = roster.get(env["agent"])
-    assert agent is not None
+    agent = named(roster, env["agent"])
     kept = agent.timeline[-1].envelope
     assert "data" not in kept and kept["id"] == env["id"] and kept["tool_use_id"] == "t1"
     assert "data" in env, "the live envelope itself is untouched"
@@ -323,22 +321,71 @@ def test_a_tool_calls_duration_is_claude_codes_own_where_it_said() -> None:
     assert made.duration(now=2000.0) == 5.0, "no duration_ms: the hooks' own times"
 
 
-def test_the_roster_starts_from_the_stored_agents_and_keeps_their_counts() -> None:
-    from agentwatch.tui.roster_seed import seed, settle
+def test_the_roster_is_the_stores_answer_plus_the_live_events_after_it() -> None:
+    """Counts and states come from the store's rows; a live event is counted on top, and its state
+    taken only when it is newer than the state event the store's answer knows."""
+    import datetime as dt
 
+    def at(text: str) -> dt.datetime:
+        return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+
+    day1, day2 = at("2026-01-01 00:00:00"), at("2026-01-02 00:00:00")
     stored = [
-        {"agent": "quiet", "team": "t", "state": "idle", "last_seen": "2026-01-01 00:00:00.000",
-         "events": 900, "tool_calls": 300, "errors": 2, "messages_sent": 4, "current_tool": ""},
-        {"agent": "busy", "team": "t", "state": "working", "last_seen": "2026-01-02 00:00:00.000",
-         "events": 50, "tool_calls": 10, "errors": 0, "messages_sent": 0, "current_tool": "Bash"},
+        {"agent": "quiet", "host": "h", "scope": "s1", "team": "session-s1", "last_seen": day1,
+         "events": 900, "tool_calls": 300, "errors": 2, "messages_sent": 4, "state_event": "Stop",
+         "state_since": day1, "state_id": "01A", "scope_last_seen": day2},
+        {"agent": "busy", "host": "h", "scope": "s1", "team": "session-s1", "last_seen": day2,
+         "events": 50, "tool_calls": 10, "errors": 0, "messages_sent": 0, "state_event": "PreToolUse",
+         "current_tool": "Bash", "state_since": at("2026-01-02 00:00:00"), "state_id": "01B",
+         "scope_last_seen": at("2026-01-02 00:00:00")},
     ]  # fmt: skip
     roster = Roster(max_agents=10)
-    seed(roster, stored)
-    roster.apply({"agent": "busy", "event": "Stop", "timestamp": "2026-01-02T00:00:01.000Z"})
-    settle(roster, stored)
-    quiet, busy = roster.get("quiet"), roster.get("busy")
-    assert quiet is not None and quiet.state == "idle" and quiet.events == 900 and quiet.messages == 4
-    assert busy is not None and busy.state == "idle" and busy.events == 50, "state from events, counts stored"
+    roster.seed(stored, total=2)
+    busy = roster.get(("h", "s1", "busy"))
+    assert busy is not None and busy.state == WORKING and busy.tool == "Bash"
+    live = {
+        "agent": "busy",
+        "host": "h",
+        "team": "session-s1",
+        "session_id": "s1",
+        "event": "Stop",
+        "id": "01C",
+    }
+    roster.apply({**live, "timestamp": "2026-01-02T00:00:01.000Z"})
+    older = {
+        **live,
+        "event": "PreToolUse",
+        "id": "01A",
+        "tool_name": "Read",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+    }
+    roster.apply(older)
+    quiet = roster.get(("h", "s1", "quiet"))
+    assert quiet is not None and quiet.state == IDLE and quiet.events == 900 and quiet.messages == 4
+    assert busy is not None and busy.state == IDLE, "the newer live Stop counts, the older call does not"
+    assert (busy.events, busy.tool_calls) == (52, 11), "both live events are counted on the store's"
+    roster.settle(dt.datetime(2026, 1, 2, 1, 0, tzinfo=dt.UTC).timestamp())
+    assert {a.state for a in roster.agents()} == {LOST}, "an hour of silence in their session"
     small = Roster(max_agents=1)
-    seed(small, stored)
-    assert [a.name for a in small.agents()] == ["busy"], "within the cap, the newest stays"
+    small.seed(stored[1:], total=2)
+    assert small.total == 2 and len(small) == 1
+
+
+def test_two_agents_of_one_name_in_two_sessions_are_two_rows() -> None:
+    roster = Roster()
+    for session in ("aaaaaaaa-1", "bbbbbbbb-2"):
+        payload = {**RESEARCHER, "session_id": session, "hook_event_name": "SubagentStart"}
+        roster.apply(one(payload, BASE))
+    rows = roster.named("researcher")
+    assert len(rows) == 2 and {a.scope for a in rows} == {"aaaaaaaa-1", "bbbbbbbb-2"}
+
+
+def test_unconfirmed_events_leave_once_the_store_holds_them() -> None:
+    pending = Unconfirmed(max_items=3)
+    for i in range(5):
+        pending.add({"id": f"e{i}", "event": "Notification", "data": {"notification_type": "idle_prompt"}})
+    pending.add({"event": "Stop"})  # no id: it cannot be confirmed, so it is not kept
+    assert pending.ids(10) == ["e2", "e3", "e4"] and pending.dropped == 2
+    pending.confirm({"e3", "other"})
+    assert [e["id"] for e in pending.envelopes()] == ["e2", "e4"]
+    assert pending.envelopes()[0]["data"] == {"notification_type": "idle_prompt"}, "what the state needs"

@@ -9,8 +9,7 @@ the agent of the selected one.
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -20,10 +19,17 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
+from agentwatch.agents import AgentKey, agent_key
+from agentwatch.format import utc_datetime
+from agentwatch.store.answer import seconds
 from agentwatch.tui.table import Cell, Table
 
 RECENT = 200
+# Alerts kept at most (the resolved ones beyond it are forgotten, oldest first).
+KEEP = 5000
 MARK = "! "
+# An alert's states in the order they happen: a merge keeps the later one.
+_RANK = {"firing": 0, "resolved": 1}
 COLUMNS: list[tuple[str, int | None]] = [
     ("at", 8),
     ("state", 8),
@@ -40,39 +46,64 @@ def is_alert(message: Mapping[str, Any]) -> bool:
 
 
 class Alerts:
-    """Open alerts by id and the last RECENT changes, newest first."""
+    """Every alert the dashboard knows, one per id in its latest state: the store's open and recent
+    alerts, merged with the changes that arrive live. An alert's states only move forward (firing,
+    then resolved), so merging the two in any order gives the same answer."""
 
-    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, environ: Mapping[str, str] = os.environ, keep: int = KEEP) -> None:
         self.bell = environ.get("AGENTWATCH_ALERT_BELL", "1").strip().lower() not in (
             "0",
             "false",
             "no",
             "off",
         )
+        self.keep = keep
+        self.by_id: dict[str, dict[str, Any]] = {}
         self.open: dict[str, dict[str, Any]] = {}
-        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
-        self._agents: dict[str, int] = {}
+        self._agents: dict[AgentKey, int] = {}
 
-    def take(self, alert: Mapping[str, Any]) -> bool:
-        """One change; True when it is a new firing alert (ring the bell)."""
+    def _merge(self, alert: Mapping[str, Any]) -> bool:
+        """One change in; True when it made a firing alert known for the first time."""
         alert_id, state = str(alert.get("id", "")), str(alert.get("state", ""))
-        self.recent.appendleft(dict(alert))
-        new = state == "firing" and alert_id not in self.open
-        if new:
-            self.open[alert_id] = dict(alert)
-        elif state == "resolved":
+        if not alert_id or state not in _RANK:
+            return False
+        known = self.by_id.get(alert_id)
+        if known is not None and _RANK[str(known.get("state"))] > _RANK[state]:
+            return False
+        self.by_id[alert_id] = dict(alert)
+        if state == "firing":
+            self.open[alert_id] = self.by_id[alert_id]
+        else:
             self.open.pop(alert_id, None)
+        return known is None and state == "firing"
+
+    def _after(self) -> None:
+        if len(self.by_id) > self.keep:  # forget the oldest resolved alerts
+            resolved = sorted((a for a in self.by_id.values() if a.get("state") == "resolved"), key=_at)
+            for alert in resolved[: len(self.by_id) - self.keep]:
+                del self.by_id[str(alert["id"])]
         self._agents = {}
         for a in self.open.values():
-            name = str(a.get("agent", ""))
-            if name:
-                self._agents[name] = self._agents.get(name, 0) + 1
+            key = alert_key(a)
+            if key[2]:
+                self._agents[key] = self._agents.get(key, 0) + 1
+
+    def take(self, alert: Mapping[str, Any]) -> bool:
+        """One change from the bus; True when it is a new firing alert (ring the bell)."""
+        new = self._merge(alert)
+        self._after()
         return new
 
-    def marked(self, agent: str) -> bool:
+    def load(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """The store's open and recent alerts (queries.alerts rows): merged, never rung."""
+        for row in rows:
+            self._merge(row)
+        self._after()
+
+    def marked(self, agent: AgentKey) -> bool:
         return agent in self._agents
 
-    def mark(self, agent: str) -> str:
+    def mark(self, agent: AgentKey) -> str:
         """What goes before the agent's name in the roster: MARK while it has an open alert."""
         return MARK if agent in self._agents else ""
 
@@ -80,16 +111,34 @@ class Alerts:
         return f"{len(self.open)} open alert{'s' if len(self.open) != 1 else ''}" if self.open else ""
 
     def rows(self) -> list[dict[str, Any]]:
-        """Open alerts (newest first), then the recent changes."""
-        opened = sorted(self.open.values(), key=lambda a: str(a.get("at", "")), reverse=True)
-        return [*opened, *self.recent]
+        """Each alert once: the open ones, then the resolved, newest first."""
+        opened = sorted(self.open.values(), key=_at, reverse=True)
+        resolved = sorted(
+            (a for a in self.by_id.values() if a.get("state") != "firing"), key=_at, reverse=True
+        )
+        return [*opened, *resolved[:RECENT]]
+
+
+def _at(alert: Mapping[str, Any]) -> float:
+    return seconds(alert.get("at"))
+
+
+def alert_key(alert: Mapping[str, Any]) -> AgentKey:
+    """The key of the agent an alert is about (its name '' when it is about no one agent)."""
+    return agent_key(
+        str(alert.get("host") or ""),
+        str(alert.get("team") or ""),
+        str(alert.get("session_id") or ""),
+        str(alert.get("agent") or ""),
+    )
 
 
 def _cells(alert: Mapping[str, Any]) -> list[Cell]:
     state = str(alert.get("state", ""))
     style = "bold red" if state == "firing" else "dim"
+    at = utc_datetime(alert.get("at"))
     return [
-        str(alert.get("at", ""))[11:19],
+        f"{at:%H:%M:%S}" if at is not None else "",
         Text(state, style=style),
         str(alert.get("severity", "")),
         str(alert.get("rule", "")),
@@ -107,7 +156,7 @@ class AlertsScreen(Screen[None]):
         Binding("enter", "open_agent", "Agent", show=False),
     ]
 
-    def __init__(self, alerts: Alerts, show_agent: Callable[[str], None]) -> None:
+    def __init__(self, alerts: Alerts, show_agent: Callable[[AgentKey], None]) -> None:
         super().__init__()
         self.alerts = alerts
         self.show_agent = show_agent
@@ -125,8 +174,8 @@ class AlertsScreen(Screen[None]):
 
     def paint(self) -> None:
         self.shown = self.alerts.rows()
-        opened, recent = len(self.alerts.open), len(self.alerts.recent)
-        title = f"Alerts: {opened} open, {recent} recent changes (Enter: the agent)"
+        opened = len(self.alerts.open)
+        title = f"Alerts: {opened} open, {len(self.shown) - opened} resolved (Enter: the agent)"
         self.query_one("#alerts-title", Static).update(title)
         self.query_one("#alerts", Table).set_rows(self.shown, _cells)
 
@@ -139,9 +188,9 @@ class AlertsScreen(Screen[None]):
 
     def _open(self, index: int) -> None:
         if 0 <= index < len(self.shown):
-            agent = str(self.shown[index].get("agent", ""))
-            if agent:
-                self.show_agent(agent)
+            key = alert_key(self.shown[index])
+            if key[2]:
+                self.show_agent(key)
             else:
                 self.notify("this alert is about no one agent", severity="warning")
 

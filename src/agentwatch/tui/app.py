@@ -1,9 +1,15 @@
 """`agentwatch`: the live dashboard of agent activity.
 
+Every figure on screen is the store's answer plus what arrived since (tui/truth.py): at open and
+every few seconds a worker asks the HistorySource for the roster, the team's edges, the alerts and
+the costs, and which of the live events counted on top of the last answer it now holds; the live
+events it does not hold yet are counted on top of the new answer (model.Unconfirmed). So a
+dashboard opened at any moment shows what `agentwatch sql` says, within one refresh.
+
 Envelopes from the LiveSource land in a bounded buffer (never touching widgets from the source's
 callback); a timer drains it into the model and repaints at most a few times a second, so a flood
-of events costs a repaint, not a repaint per event. History comes from the HistorySource in a
-worker thread.
+of events costs a repaint, not a repaint per event. The feed's recent history comes from the
+HistorySource in a worker thread.
 """
 
 from __future__ import annotations
@@ -26,11 +32,14 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Header, Input
 
-from agentwatch.format import age, clock
+from agentwatch.agents import LOST_AFTER_S, AgentKey, key_of
+from agentwatch.format import clock
 from agentwatch.store import queries
+from agentwatch.store.answer import HistoryError
+from agentwatch.tui import truth
 from agentwatch.tui.alerts_view import Alerts, AlertsScreen, is_alert
 from agentwatch.tui.commands import system_commands
-from agentwatch.tui.common import EventScreen, FilterInput, KeyBar, Line, Palette
+from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Palette
 from agentwatch.tui.costs import Costs
 from agentwatch.tui.help import HelpScreen
 from agentwatch.tui.layout import (
@@ -41,33 +50,28 @@ from agentwatch.tui.layout import (
     SHORT_EVENTS,
     SIDE_BY_SIDE_WIDTH,
 )
-from agentwatch.tui.model import Agent, Feed, FeedFilter, FeedLine, Roster, Team, sparkline
-from agentwatch.tui.roster_seed import roster_rows, seed, settle
-from agentwatch.tui.sources import HistorySource, LiveSource, rows_as_envelopes
+from agentwatch.tui.model import Feed, FeedFilter, FeedLine
+from agentwatch.tui.roster import Agent, Roster, Unconfirmed
+from agentwatch.tui.sources import HistorySource, LiveSource, answer_envelopes
+from agentwatch.tui.status import EMPTY_HINT, fit, live_segments, roster_cells, roster_title
 from agentwatch.tui.table import Cell, Table
+from agentwatch.tui.team import Team
 from agentwatch.tui.views import AgentScreen, TeamScreen
 
 W = TypeVar("W", bound=Widget)
-__all__ = ["AgentwatchApp", "EventScreen", "HelpScreen", "run"]
+__all__ = ["EMPTY_HINT", "AgentwatchApp", "EventScreen", "HelpScreen", "run"]
 
 PENDING_MAX = 20_000
-# Full garbage collections: on a timer, not when Python's counts say (see on_mount).
+# Full garbage collections: on a timer, not when Python's counts say (common.FullCollections).
 FULL_COLLECTION_SECONDS = 20.0
-FULL_COLLECTION_NEVER = 1_000_000
 # Seconds live events wait for the history before they are shown anyway.
 HISTORY_PATIENCE = 5.0
-# How often the history is asked again while the store does not answer (a dashboard opened
-# before `agentwatch up` gets its history once the store is there).
+# How often the store is asked again while it does not answer (a dashboard opened before `up`).
 HISTORY_RETRY_SECONDS = 3.0
-# What an empty dashboard says: nothing has arrived, and how to make something arrive.
-EMPTY_HINT = "no events yet: register the hook with `agentwatch hooks install`, or try `agentwatch demo`"
 REPAINT_SECONDS = 0.25
 SORTS = ("state", "recent", "name", "errors")
-# Agents offered one by one in the command palette (the busiest-looking first).
 DARK, LIGHT = "textual-dark", "textual-light"
-# Costs come from the store (it prices what the hooks read from the transcripts): asked again this
-# often, and a second after usage arrives on the bus.
-COST_REFRESH_SECONDS = 5.0
+# Costs come with the store's answer (tui/truth.py), and are asked a second after usage arrives.
 COST_AFTER_USAGE_SECONDS = 1.0
 USAGE_KINDS = frozenset({"usage", "cost_state"})
 
@@ -91,6 +95,9 @@ class AgentwatchApp(App[None]):
         Binding("f", "toggle_follow", "Follow", tooltip="keep the newest event selected, on/off"),
         Binding("p", "toggle_pause", "Pause", tooltip="hold the feed and roster still, on/off"),
         Binding("s", "cycle_sort", "Sort", tooltip="the roster by " + ", ".join(SORTS) + ", in turn"),
+        Binding(
+            "o", "toggle_folded", "Folded", tooltip="show the stopped and lost agents folded away, on/off"
+        ),
         Binding("d", "toggle_dark", "Dark/light", show=False, tooltip="the theme"),
         Binding("question_mark", "help", "Help", tooltip="this help"),
     ]
@@ -103,28 +110,33 @@ class AgentwatchApp(App[None]):
         history_rows: int = 2000,
         clock: Callable[[], float] = time.time,
         theme: str | None = None,
+        lost_after_s: float = LOST_AFTER_S,
+        refresh_seconds: float = truth.REFRESH_SECONDS,
     ) -> None:
         super().__init__()
         self.full_collection_seconds = FULL_COLLECTION_SECONDS
-        self._gc_threshold: tuple[int, int, int] | None = None
+        self._collections = FullCollections()
         if theme:
             self.theme = theme
         self.clock = clock
         self.live = live
         self.history = history
         self.history_rows = history_rows
-        self.roster = Roster()
+        self.roster = Roster(lost_after_s=lost_after_s)
         self.feed = Feed()
         self.team = Team()
+        # Live events counted on top of the store's last answer, until it holds them.
+        self.unconfirmed = Unconfirmed()
+        self.refresh_seconds = refresh_seconds
+        self.show_folded = self._truth_asked = self._truth_in_once = self._truth_due = False
+        self.store_ok = history is None
+        self.events_total = 0
         self._palette: Palette | None = None
         self._palette_theme = ""
         self.filter = FeedFilter()
-        self.follow = True
-        self.paused = False
-        self.sort = SORTS[0]
-        self.bus_ok = False
-        self.bus_text = "connecting to the bus ..."
-        self.store_text = "store: not asked yet"
+        self.follow, self.paused, self.sort = True, False, SORTS[0]
+        self.bus_ok, self.bus_text = False, "connecting to the bus ..."
+        self.store_text = "store: not asked yet" if history is not None else "no store: live events only"
         self._pending: deque[dict[str, Any] | bytes] = deque(maxlen=PENDING_MAX)
         # Live events wait until the history is in: applied after it, states stay in time order.
         self._history_done = history is None
@@ -137,7 +149,6 @@ class AgentwatchApp(App[None]):
         self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
         self._compact = False
         self.costs = Costs()
-        self._cost_due = False
         self.alerts = Alerts()
 
     # -- layout ------------------------------------------------------------------------------
@@ -162,20 +173,11 @@ class AgentwatchApp(App[None]):
         self.set_interval(REPAINT_SECONDS, self.repaint)
         self.run_live()
         if self.history is not None:
-            self.load_history()
+            self.refresh_truth()
             self.set_timer(HISTORY_PATIENCE, self._stop_waiting_for_history)
-            self.load_costs()
-            self.set_interval(COST_REFRESH_SECONDS, self.load_costs)
+            self.set_interval(self.refresh_seconds, self.refresh_truth)
         self.repaint()
-        # Everything built so far (Textual's widgets, styles, the app) lives as long as the app:
-        # out of the collector's way. Full collections walk every object Textual's render caches
-        # hold (50-100 ms on a small machine): under 2,000 events/s Python ran one every few
-        # seconds, the longest pauses a key press met. They now run on a timer, every
-        # FULL_COLLECTION_SECONDS; young collections, which free short-lived garbage, are as they were.
-        gc.freeze()
-        self._gc_threshold = gc.get_threshold()
-        young, middle, _ = self._gc_threshold
-        gc.set_threshold(young, middle, FULL_COLLECTION_NEVER)
+        self._collections.hold()
         self.set_interval(self.full_collection_seconds, self._collect_garbage)
 
     def _theme_changed(self, _theme: Any) -> None:
@@ -187,10 +189,7 @@ class AgentwatchApp(App[None]):
         gc.collect()
 
     def on_unmount(self) -> None:
-        """Python's own collector settings back, for whatever runs in this process next."""
-        if self._gc_threshold is not None:
-            gc.set_threshold(*self._gc_threshold)
-            gc.unfreeze()
+        self._collections.release()
 
     # -- data in -----------------------------------------------------------------------------
 
@@ -200,6 +199,10 @@ class AgentwatchApp(App[None]):
             self._dropped += 1
         self._pending.append(env)
 
+    @property
+    def waiting(self) -> int:
+        return len(self._pending)
+
     def bus_status(self, ok: bool, text: str) -> None:
         self.bus_ok, self.bus_text = ok, text
         self._dirty = True
@@ -208,43 +211,62 @@ class AgentwatchApp(App[None]):
     async def run_live(self) -> None:
         await self.live.run(self.deliver, self.bus_status)
 
+    def refresh_truth(self) -> None:
+        """Ask the store for its answer again (unless the last question is still out)."""
+        if self.history is None or self._truth_asked:
+            return
+        self._truth_asked, self._truth_due = True, False
+        self.load_truth(self.unconfirmed.ids(truth.STORED_CHECK_MAX))
+
+    @work(thread=True, exclusive=True, group="truth")
+    def load_truth(self, asked: list[str]) -> None:
+        """The store's figures, and which of `asked` (live events counted on top) it holds."""
+        assert self.history is not None
+        try:
+            answer = truth.read(self.history, asked, self.roster.max_agents)
+        except HistoryError as exc:
+            self.call_from_thread(self._truth_failed, str(exc))
+            return
+        self.call_from_thread(self._truth_in, answer)
+
+    def _truth_in(self, answer: truth.Truth) -> None:
+        """The store's answer in place of every figure, then the live events it does not hold."""
+        self._truth_asked = False
+        self.store_ok = True
+        self.unconfirmed.confirm(answer.stored)
+        self.roster.seed(answer.roster, answer.agents_total)
+        self.team.seed(answer.edges)
+        for env in self.unconfirmed.envelopes():
+            self.roster.apply(env, note=False)
+            self.team.apply(env)
+        self.alerts.load(answer.alerts)
+        self.costs.update(answer.costs)
+        self.events_total = answer.events_total
+        self._dirty = True
+        if not self._truth_in_once:
+            self._truth_in_once = True
+            self.load_history()
+
+    def _truth_failed(self, text: str) -> None:
+        self._truth_asked = False
+        self.store_ok = False
+        self._store_status(f"store: {text}; retrying")  # live events are shown meanwhile
+        if not self._truth_in_once:  # a dashboard opened before the store: soon, not at the next refresh
+            self.set_timer(HISTORY_RETRY_SECONDS, self.refresh_truth)
+
     @work(thread=True, exclusive=True, group="history")
     def load_history(self) -> None:
-        """Ask the store for the recent history; asked again every HISTORY_RETRY_SECONDS until
-        it answers (live events flow meanwhile, and are put back in time order after it)."""
+        """The recent events for the feed and the agents' timelines (the figures are the truth's)."""
         assert self.history is not None
         try:
-            result = self.history.query(*queries.recent_events(self.history_rows))
-        except Exception as exc:
-            reason = " ".join(str(exc).split())[:160]
-            self.call_from_thread(
-                self._history_failed, f"store unreachable ({reason}); showing live events only"
-            )
+            answer = self.history.query(*queries.recent_events(self.history_rows))
+        except HistoryError as exc:
+            self.call_from_thread(self._history_failed, f"store: {exc}; showing live events only")
             return
-        if "error" in result:
-            self.call_from_thread(self._history_failed, f"store error: {str(result['error'])[:120]}")
-            return
-        envelopes = rows_as_envelopes(result)
-        stored_roster = roster_rows(self.history, self.roster.max_agents)
-        self.call_from_thread(self._apply_history, envelopes, stored_roster)
-
-    @work(thread=True, exclusive=True, group="costs")
-    def load_costs(self) -> None:
-        """What each agent and team cost, and the last hour, as the store priced them."""
-        assert self.history is not None
-        self._cost_due = False
-        try:
-            result = self.history.query(*queries.DASHBOARD_COSTS)
-        except Exception:
-            return
-        if "error" not in result:
-            self.call_from_thread(self._costs_in, result.get("rows", []))
-
-    def _costs_in(self, rows: list[list[Any]]) -> None:
-        self.costs.update(rows)
-        self._dirty = True
+        self.call_from_thread(self._apply_history, answer_envelopes(answer))
 
     def _history_failed(self, text: str) -> None:
+        self.store_ok = False
         self._store_status(f"{text}; retrying")
         self.set_timer(HISTORY_RETRY_SECONDS, self.load_history)
 
@@ -265,29 +287,35 @@ class AgentwatchApp(App[None]):
                 self.bell()
             return
         if env.get("kind") in USAGE_KINDS:
-            if not self._cost_due and self.history is not None:
-                self._cost_due = True
-                self.set_timer(COST_AFTER_USAGE_SECONDS, self.load_costs)
+            if not self._truth_due and self.history is not None:
+                self._truth_due = True
+                self.set_timer(COST_AFTER_USAGE_SECONDS, self.refresh_truth)
             return
         line = self.feed.add(FeedLine.of(env, raw))
         self.roster.apply(env, line)
         self.team.apply(env)
+        if self.history is not None:
+            self.unconfirmed.add(env)
+        elif env.get("kind") != "message":
+            self.events_total += 1  # no store: the live events are all there is
 
-    def _apply_history(self, envelopes: list[dict[str, Any]], agents: list[dict[str, Any]]) -> None:
-        """The stored roster and history, then what came live before it: states follow time order."""
+    def _apply_history(self, envelopes: list[dict[str, Any]]) -> None:
+        """The stored recent events into the feed and the timelines (they count nothing: the
+        store's answer has them), then what came live before them: the feed stays in time order."""
         live = self.feed.lines()
-        if live:  # the history came late: start again from it
-            self.feed, self.roster, self.team = Feed(self.feed.maxlen), Roster(self.roster.max_agents), Team()
-        seed(self.roster, agents)
+        if live:  # the history came late: the feed starts again from it
+            self.feed = Feed(self.feed.maxlen)
         stored = set()
         for env in envelopes:
-            self.apply(env)
+            if is_alert(env) or env.get("kind") in USAGE_KINDS:
+                continue
+            line = self.feed.add(FeedLine.of(env))
+            self.roster.apply(env, line, count=False)
+            self.team.apply(env, count=False)
             stored.add(str(env.get("id", "")))
-        settle(self.roster, agents)
         for line in live:
-            env = line.full()
-            if str(env.get("id", "")) not in stored:
-                self.apply(env, line.raw)
+            if str(line.envelope.get("id", "")) not in stored:
+                self.feed.add(line)
         self._history_ids |= stored
         self.store_text = f"store: {len(envelopes)} recent events loaded"
         self._history_done = True
@@ -320,13 +348,15 @@ class AgentwatchApp(App[None]):
             self._dirty = self._dirty or drained > 0  # painted when the live view is back
             return
         try:
+            self.roster.settle(self.clock())
             if drained or self._dirty:
                 self._dirty = False
                 self._paint_status()
                 self._paint_roster()
                 self._paint_feed()
             elif self.roster:
-                self._paint_roster()  # ages and running times move on
+                self._paint_roster()  # ages, running times and lost agents move on
+                self._paint_status()
         except NoMatches:  # the app is closing: its timer outlived the live view's widgets
             return
 
@@ -373,58 +403,21 @@ class AgentwatchApp(App[None]):
         return self._palette
 
     def _paint_status(self) -> None:
-        pal = self.palette
-        bus = Text("● " if self.bus_ok else "○ ", style=pal.good if self.bus_ok else pal.error)
-        bus.append(self.bus_text)
-        extra = []
-        if self.paused:
-            extra.append(f"PAUSED ({len(self._pending)} waiting)")
-        if not self.follow:
-            extra.append("follow off")
-        if self._dropped:
-            extra.append(f"{self._dropped} events dropped while behind")
-        if self.roster.evicted:
-            extra.append(f"{self.roster.evicted} finished agents forgotten (over {self.roster.max_agents})")
-        bus.append(
-            f"   {self.store_text}   {len(self.roster)} agents · {self.feed.total} events"
-            f" · sorted by {self.sort}",
-            style="dim",
-        )
-        if costs := self.costs.status():
-            bus.append(f"   {costs}", style="dim")
-        if alerts := self.alerts.status():
-            bus.append(f"   {alerts} (!)", style=f"bold {pal.error}")
-        if not self.feed.total and self._history_done:
-            bus.append(f"   {EMPTY_HINT}", style=f"bold {pal.status['running']}")
-        if extra:
-            bus.append("   " + " · ".join(extra), style=f"bold {pal.status['running']}")
-        self._main_query("#status", Line).show(bus)
+        self._main_query("#status", Line).show(fit(live_segments(self), self.size.width))
 
     def _paint_roster(self) -> None:
         """Hand the ordered roster to the table: it formats only the rows on screen."""
         # `agent:NAME` in the filter narrows the roster too (by name or team, as a substring).
-        self._roster_rows = self.roster.ordered(self.sort, text=self.filter.agent)
+        now = self.clock()
+        self._roster_rows = self.roster.ordered(
+            self.sort, text=self.filter.agent, now=now, show_folded=self.show_folded
+        )
         self._main_query("#roster", Table).set_rows(self._roster_rows, self._roster_cells)
+        pane = self._main_query("#roster-pane", Vertical)
+        pane.border_title = roster_title(self.roster, now, self.show_folded)
 
     def _roster_cells(self, row: tuple[int, Agent]) -> list[Cell]:
-        depth, agent = row
-        pal = self.palette
-        now = self.clock()
-        cells: dict[str, Cell] = {
-            "agent": self.alerts.mark(agent.name) + "  " * depth + ("└ " if depth else "") + agent.name,
-            "team": agent.team,
-            "state": Text(agent.state, style=pal.state.get(agent.state, "")),
-            "tool": agent.tool,
-            "for": age(agent.tool_running_for(now), unknown=""),
-            "seen": age(now - agent.last_seen if agent.last_seen else None, unknown=""),
-            "calls": str(agent.tool_calls),
-            "err": Text(str(agent.errors), style=pal.error if agent.errors else ""),
-            "msg": str(agent.messages),
-            "cost": self.costs.own(agent.name),
-            "+subs": self.costs.with_subagents(agent.name),
-            "activity": sparkline(list(agent.activity)[-12:]),
-        }
-        return [cells[key] for key in self._roster_keys]
+        return roster_cells(row, self.clock(), self.palette, self.costs, self.alerts, self._roster_keys)
 
     def _paint_feed(self) -> None:
         """The whole (filtered) feed goes to the table by reference; following keeps the newest
@@ -500,10 +493,9 @@ class AgentwatchApp(App[None]):
         assert self.history is not None
         event_id = str(envelope.get("id", ""))
         try:
-            result = self.history.query(*queries.event_payload(event_id)) if event_id else {"rows": []}
-            rows = result.get("rows") or []
-            envelope["data"] = json.loads(rows[0][0]) if rows else "(payload not found)"
-        except Exception as exc:
+            payload = self.history.query(*queries.event_payload(event_id)).scalar() if event_id else None
+            envelope["data"] = json.loads(payload) if payload is not None else "(payload not found)"
+        except (HistoryError, ValueError) as exc:
             envelope["data"] = f"(payload not loaded: {exc})"
         self.call_from_thread(self.push_screen, EventScreen(envelope))
 
@@ -511,36 +503,36 @@ class AgentwatchApp(App[None]):
     def open_agent(self, event: Table.RowSelected) -> None:
         index = event.cursor_row
         if 0 <= index < len(self._roster_rows):
-            self.show_agent(self._roster_rows[index][1].name)
+            self.show_agent(self._roster_rows[index][1].key)
 
     def _main_query(self, selector: str, kind: type[W]) -> W:
         """A widget of the live view, whichever screen is on top."""
         return (self._main or self.screen).query_one(selector, kind)
 
-    def selected_agent(self) -> str | None:
+    def selected_agent(self) -> AgentKey | None:
         """The agent under the roster's cursor, else the agent of the feed line under its cursor."""
         roster = self._main_query("#roster", Table)
         feed = self._main_query("#feed", Table)
         if feed.has_focus and 0 <= feed.cursor_row < len(self._feed_lines):
-            return self._feed_lines[feed.cursor_row].agent
+            return key_of(self._feed_lines[feed.cursor_row].envelope)
         if 0 <= roster.cursor_row < len(self._roster_rows):
-            return self._roster_rows[roster.cursor_row][1].name
+            return self._roster_rows[roster.cursor_row][1].key
         return None
 
-    def show_agent(self, name: str) -> None:
+    def show_agent(self, key: AgentKey) -> None:
         self._to_live_view()
-        self.push_screen(AgentScreen(self, name))
+        self.push_screen(AgentScreen(self, key))
 
     def _to_live_view(self) -> None:
         while len(self.screen_stack) > 1:
             self.pop_screen()
 
     def action_agent_detail(self) -> None:
-        name = self.selected_agent()
-        if name is None:
+        key = self.selected_agent()
+        if key is None:
             self.notify("no agent yet: the roster is empty", severity="warning")
             return
-        self.show_agent(name)
+        self.show_agent(key)
 
     def action_team(self) -> None:
         self._to_live_view()
@@ -576,6 +568,11 @@ class AgentwatchApp(App[None]):
         self.follow = not self.follow
         self._dirty = True
 
+    def action_toggle_folded(self) -> None:
+        self.show_folded = not self.show_folded
+        self.notify("stopped and lost agents shown" if self.show_folded else "stopped and lost agents folded")
+        self._dirty = True
+
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         self._dirty = True
@@ -593,6 +590,11 @@ class AgentwatchApp(App[None]):
         self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS], screens))
 
 
-def run(live: LiveSource, history: HistorySource | None, theme: str | None = None) -> None:
+def run(
+    live: LiveSource,
+    history: HistorySource | None,
+    theme: str | None = None,
+    lost_after_s: float = LOST_AFTER_S,
+) -> None:
     """Open the dashboard on these sources until the person quits it."""
-    AgentwatchApp(live, history, theme=theme).run()
+    AgentwatchApp(live, history, theme=theme, lost_after_s=lost_after_s).run()

@@ -23,7 +23,7 @@ def system_commands(app: Any) -> Iterable[SystemCommand]:
     yield SystemCommand("Help", "Keys and what the columns mean", app.action_help)
     for _, agent in app.roster.ordered(app.sort)[:PALETTE_AGENTS]:
         yield SystemCommand(
-            f"Agent: {agent.name}",
+            f"Agent: {agent.name} ({agent.team or agent.scope[:8]})",
             f"{agent.state} · {agent.tool_calls} calls · {agent.errors} errors",
-            lambda name=agent.name: app.show_agent(name),
+            lambda key=agent.key: app.show_agent(key),
         )

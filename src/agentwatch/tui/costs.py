@@ -12,7 +12,8 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agentwatch.format import money
+from agentwatch.agents import AgentKey
+from agentwatch.format import money, utc_datetime
 
 # (own cost, with its subagents', tokens, API calls with no known price)
 Cost = tuple[float | None, float | None, int, int]
@@ -20,36 +21,37 @@ NONE: Cost = (None, None, 0, 0)
 
 
 class Costs:
-    """The latest answer of the store about costs."""
+    """The latest answer of the store about costs; agents by key (host, scope, name)."""
 
     def __init__(self) -> None:
-        self.agents: dict[str, Cost] = {}
+        self.agents: dict[AgentKey, Cost] = {}
         self.teams: dict[str, Cost] = {}
         self.hour: float | None = None
         # The start of the hour row's window: the previous whole UTC hour's (the rollup is hourly).
         self.hour_from: dt.datetime | None = None
 
     def update(self, rows: Iterable[Sequence[Any]]) -> None:
-        """Rows of queries.DASHBOARD_COSTS: (what, name, usd, usd with subagents, tokens, unpriced)."""
-        agents: dict[str, Cost] = {}
+        """Rows of queries.DASHBOARD_COSTS: (what, host, scope, name, usd, usd with subagents,
+        tokens, unpriced)."""
+        agents: dict[AgentKey, Cost] = {}
         teams: dict[str, Cost] = {}
         hour, hour_from = None, None
-        for what, name, usd, with_subs, tokens, unpriced in rows:
+        for what, host, scope, name, usd, with_subs, tokens, unpriced in rows:
             entry: Cost = (usd, with_subs, int(tokens or 0), int(unpriced or 0))
             if what == "agent":
-                agents[str(name)] = entry
+                agents[(str(host), str(scope), str(name))] = entry
             elif what == "team":
                 teams[str(name)] = entry
             elif what == "hour":
                 hour, hour_from = usd, _utc(name)
         self.agents, self.teams, self.hour, self.hour_from = agents, teams, hour, hour_from
 
-    def own(self, agent: str) -> str:
+    def own(self, agent: AgentKey) -> str:
         """The agent's own cost: '$0.42', 'unpriced', or '' when nothing is known."""
         usd, _, tokens, _ = self.agents.get(agent, NONE)
         return money(usd, tokens)
 
-    def with_subagents(self, agent: str) -> str:
+    def with_subagents(self, agent: AgentKey) -> str:
         """The agent's cost with its subagents', where they add something."""
         own, with_subs, tokens, _ = self.agents.get(agent, NONE)
         if with_subs is None or own is None or with_subs <= own + 0.005:
@@ -70,7 +72,4 @@ class Costs:
 
 def _utc(text: Any) -> dt.datetime | None:
     """'2026-11-23 15:00:00' (UTC, as the store writes it) as an aware time; None if it is not one."""
-    try:
-        return dt.datetime.fromisoformat(str(text)).replace(tzinfo=dt.UTC)
-    except ValueError:
-        return None
+    return utc_datetime(text)

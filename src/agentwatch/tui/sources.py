@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from agentwatch.store.answer import Answer
+
 Envelope = dict[str, Any]
 # An envelope, or its JSON as it came off the bus (decoded by the app when it applies it).
 Deliver = Callable[[Envelope | bytes], None]
@@ -25,30 +27,26 @@ class LiveSource(Protocol):
 
 
 class HistorySource(Protocol):
-    """Read-only SQL over the event history (`agentwatch sql`'s path). Called from a worker thread."""
+    """Read-only SQL over the event history (`agentwatch sql`'s path), over one connection kept
+    for its life. Called from worker threads."""
 
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """{"columns", "rows", ...} or {"error": message}; raises OSError/LookupError when unreachable.
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Answer:
+        """The typed answer; raises HistoryError (QueryFailed, HistoryUnreachable) and nothing else.
 
         `params` fill the SQL's `{name:Type}` placeholders (bound by ClickHouse)."""
 
 
-def rows_as_envelopes(result: Mapping[str, Any]) -> list[Envelope]:
-    """Query rows with envelope column names, as envelopes (data parsed back from its JSON text)."""
+def answer_envelopes(answer: Answer) -> list[Envelope]:
+    """Rows with envelope column names, as envelopes (data parsed back from its JSON text)."""
     import orjson
 
-    columns: list[str] = list(result.get("columns", []))
     out: list[Envelope] = []
-    for row in result.get("rows", []):
-        env = dict(zip(columns, row, strict=False))
+    for env in answer.dicts():
         data = env.get("data")
         if isinstance(data, str):
             try:
                 env["data"] = orjson.loads(data)
             except orjson.JSONDecodeError:
                 env["data"] = {}
-        ts = env.get("timestamp")
-        if isinstance(ts, str) and not ts.endswith("Z") and "+" not in ts:
-            env["timestamp"] = ts + "Z"
         out.append(env)
     return out

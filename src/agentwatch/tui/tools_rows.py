@@ -7,7 +7,6 @@ store/queries.py; the wording of numbers, times and cut names in agentwatch/form
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -15,7 +14,7 @@ from typing import Any, NamedTuple
 from rich.style import Style
 from rich.text import Text
 
-from agentwatch.format import age, day_time, duration, money, one_line, rate, shorten
+from agentwatch.format import age, day_time, duration, money, one_line, rate, shorten, utc_datetime
 from agentwatch.store import queries
 
 
@@ -78,12 +77,6 @@ def sessions_query(window: str) -> queries.Query:
 # -- the store's answer -------------------------------------------------------------------------
 
 
-def records(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The rows of a query result as {column: value}."""
-    columns = [str(c) for c in result.get("columns") or []]
-    return [dict(zip(columns, row, strict=False)) for row in result.get("rows") or []]
-
-
 def whole(value: object) -> int:
     """A count from a query row (a number, or its text); 0 when it is none."""
     if isinstance(value, (bool, int, float)):
@@ -108,22 +101,6 @@ def number(value: object) -> float | None:
         except ValueError:
             return None
     return None
-
-
-def parse_time(value: object) -> dt.datetime | None:
-    """A timestamp from a query row (ISO text from the query service, or a datetime), in UTC."""
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip().replace(" ", "T", 1)
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 # -- cells ----------------------------------------------------------------------------------------
@@ -184,7 +161,7 @@ def session_cells(
         "session": Text(str(row.get("session_id") or "")[:session_width]),
         "agent": Text(shorten(str(row.get("agent") or ""), agent_width)),
         "team": Text(shorten(str(row.get("team") or ""), team_width)),
-        "start UTC": Text(day_time(parse_time(row.get("started")), now)),
+        "start UTC": Text(day_time(utc_datetime(row.get("started")), now)),
         "dur": took,
         "duration": took,
         "seen": _right(age(number(row.get("seen_s")))),

@@ -28,6 +28,7 @@ from textual.worker import Worker, get_current_worker
 
 from agentwatch.format import clock, one_line
 from agentwatch.store import queries
+from agentwatch.store.answer import HistoryError
 from agentwatch.store.queries import SESSIONS_LIMIT
 from agentwatch.tui.common import Palette
 from agentwatch.tui.sources import HistorySource
@@ -42,7 +43,6 @@ from agentwatch.tui.tools_rows import (
     WIDE_AT,
     WINDOW_ORDER,
     WINDOWS,
-    records,
     session_cells,
     sessions_query,
     tool_cells,
@@ -162,25 +162,17 @@ class ToolsScreen(Screen[None]):
         """Both queries, answered as one message; never raises (a store away is a `problem`)."""
         worker = get_current_worker()
         try:
-            tools = self.history.query(*tools_query(window, sort))
-            sessions: dict[str, Any] = {}
-            if "error" not in tools and not worker.is_cancelled:
+            tools = self.history.query(*tools_query(window, sort)).dicts()
+            sessions: list[dict[str, Any]] = []
+            if not worker.is_cancelled:
                 # Two questions: the newest ids from the rollup's plain columns, then those rows.
-                sessions = self.history.query(*sessions_query(window))
-                ids = [str(row[0]) for row in sessions.get("rows") or []]
-                if ids and "error" not in sessions and not worker.is_cancelled:
-                    sessions = self.history.query(*queries.session_details(ids))
-            error = tools.get("error") or sessions.get("error")
-        except Exception as exc:  # OSError, LookupError, a timeout: never a traceback on screen
-            answer = self.Answered(
-                window, sort, problem=f"unreachable: {one_line(exc) or type(exc).__name__}"
-            )
+                ids = [str(i) for i in self.history.query(*sessions_query(window)).column("session_id")]
+                if ids and not worker.is_cancelled:
+                    sessions = self.history.query(*queries.session_details(ids)).dicts()
+        except HistoryError as exc:  # never a traceback on screen
+            answer = self.Answered(window, sort, problem=one_line(exc) or type(exc).__name__)
         else:
-            answer = (
-                self.Answered(window, sort, problem=f"error: {one_line(error)}")
-                if error
-                else self.Answered(window, sort, records(tools), records(sessions))
-            )
+            answer = self.Answered(window, sort, tools, sessions)
         if not worker.is_cancelled:  # a newer question was asked meanwhile
             with contextlib.suppress(RuntimeError):  # the app closed meanwhile
                 self.post_message(answer)
@@ -190,7 +182,7 @@ class ToolsScreen(Screen[None]):
         if (answer.window, answer.sort) != (self.window, self.sort):
             return  # asked before the window or sort changed: not what the titles say
         if answer.problem:
-            self._set_status(f"store {answer.problem}; retrying every {self.refresh_seconds:g}s", error=True)
+            self._set_status(f"store: {answer.problem}; retrying every {self.refresh_seconds:g}s", error=True)
         else:
             self.tool_rows, self.session_rows = answer.tools, answer.sessions
             self.updated_at = self.clock()

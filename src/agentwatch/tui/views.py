@@ -17,22 +17,15 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
-from agentwatch.format import age, clock, duration
+from agentwatch.agents import AgentKey
+from agentwatch.format import age, clock, duration, one_line
 from agentwatch.store import queries
+from agentwatch.store.answer import HistoryError
 from agentwatch.tui.common import Palette, refill
-from agentwatch.tui.model import (
-    TIMELINE_MAX,
-    Agent,
-    FeedLine,
-    Roster,
-    Team,
-    conversation,
-    errors,
-    idle_teammates,
-    sparkline,
-    tool_calls,
-)
-from agentwatch.tui.sources import HistorySource, rows_as_envelopes
+from agentwatch.tui.model import TIMELINE_MAX, FeedLine, conversation, errors, sparkline, tool_calls
+from agentwatch.tui.roster import Agent, Roster, idle_teammates
+from agentwatch.tui.sources import HistorySource, answer_envelopes
+from agentwatch.tui.team import Team
 
 VIEW_REPAINT_SECONDS = 0.5
 DETAIL_ROWS = 300
@@ -95,15 +88,16 @@ class AgentScreen(TablesScreen):
         Binding("5", "tab('subagents')", "Subagents"),
     ]
 
-    def __init__(self, dash: Dashboard, name: str) -> None:
+    def __init__(self, dash: Dashboard, key: AgentKey) -> None:
         super().__init__("agent-head")
         self.dash = dash
-        self.agent_name = name
-        self.sub_title = name
+        self.key = key
+        self.agent_name = key[2]
+        self.sub_title = key[2]
         # Older events of this agent from the store: the live timeline holds only the newest.
         self._stored: list[FeedLine] = []
         self._lines: list[FeedLine] = []
-        self._subagents: list[str] = []
+        self._subagents: list[AgentKey] = []
         self.history_note = ""
 
     def compose(self) -> ComposeResult:
@@ -139,14 +133,11 @@ class AgentScreen(TablesScreen):
     def load_stored(self) -> None:
         assert self.dash.history is not None
         try:
-            result = self.dash.history.query(*queries.agent_events(self.agent_name, TIMELINE_MAX))
-        except Exception as exc:
-            self.app.call_from_thread(self._stored_in, [], f"store unreachable ({exc}): live events only")
+            answer = self.dash.history.query(*queries.agent_events(self.key, TIMELINE_MAX))
+        except HistoryError as exc:
+            self.app.call_from_thread(self._stored_in, [], f"store: {one_line(exc, 160)}: live events only")
             return
-        if "error" in result:
-            self.app.call_from_thread(self._stored_in, [], f"store error: {str(result['error'])[:100]}")
-            return
-        lines = [FeedLine.of(env) for env in rows_as_envelopes(result)]
+        lines = [FeedLine.of(env) for env in answer_envelopes(answer)]
         self.app.call_from_thread(self._stored_in, lines, "")
 
     def _stored_in(self, lines: list[FeedLine], note: str) -> None:
@@ -165,7 +156,7 @@ class AgentScreen(TablesScreen):
     def repaint(self) -> None:
         if gone(self):
             return
-        agent = self.dash.roster.get(self.agent_name)
+        agent = self.dash.roster.get(self.key)
         now = self.dash.clock()
         pal = self.dash.palette
         self._lines = lines = self.merged_lines(agent)
@@ -203,8 +194,8 @@ class AgentScreen(TablesScreen):
                 for ln in errors(lines)[-DETAIL_ROWS:][::-1]
             ],
         )
-        children = self.dash.roster.children(self.agent_name)
-        self._subagents = [c.name for c in children]
+        children = self.dash.roster.children(self.key)
+        self._subagents = [c.key for c in children]
         refill(
             self._tables["agent-subagents"],
             [
@@ -237,6 +228,7 @@ class AgentScreen(TablesScreen):
                 f"team {agent.team}" if agent.team else "",
                 f"lead {agent.parent}" if agent.parent else "",
                 f"session {agent.session_id[:8]}" if agent.session_id else "",
+                f"scope {agent.scope}" if agent.scope not in (agent.team, agent.session_id) else "",
                 f"host {agent.host}" if agent.host else "",
                 f"{agent.tool_calls} calls · {agent.errors} errors · {agent.messages} messages",
             ]
@@ -266,14 +258,14 @@ class TeamScreen(TablesScreen):
         super().__init__("team-head")
         self.dash = dash
         self.sub_title = "team"
-        self._idle: list[str] = []
+        self._idle: list[AgentKey] = []
 
     def compose(self) -> ComposeResult:
         yield self._head
         with Vertical(id="team-main"):
             with Vertical(id="edges-pane", classes="pane") as edges:
                 edges.border_title = "messages: who → whom"
-                yield self._table("team-edges", "from", "to", "n", "last", "latest summary")
+                yield self._table("team-edges", "team", "from", "to", "n", "last", "latest summary")
             with Horizontal(id="team-lower"):
                 with Vertical(id="tasks-pane", classes="pane") as tasks:
                     tasks.border_title = "tasks"
@@ -300,14 +292,14 @@ class TeamScreen(TablesScreen):
         open_tasks = sum(1 for t in tasks if not t.done)
         self._show_head(
             Text(
-                f"team  {len(self.dash.roster)} agents · {sum(e.count for e in edges)} messages on "
+                f"team  {self.dash.roster.total} agents · {sum(e.count for e in edges)} messages on "
                 f"{len(edges)} edges · {len(tasks)} tasks ({open_tasks} open) · {len(idle)} idle",
                 style="bold",
             )
         )
         refill(
             self._tables["team-edges"],
-            [(e.sender, e.recipient, str(e.count), age(now - e.last_at), e.summary) for e in edges],
+            [(e.team, e.sender, e.recipient, str(e.count), age(now - e.last_at), e.summary) for e in edges],
         )
         refill(
             self._tables["team-tasks"],
@@ -321,7 +313,7 @@ class TeamScreen(TablesScreen):
                 for t in tasks
             ],
         )
-        self._idle = [a.name for a in idle]
+        self._idle = [a.key for a in idle]
         refill(
             self._tables["team-idle"],
             [(a.name, age(now - a.last_seen), str(a.tool_calls), a.parent) for a in idle],

@@ -1,0 +1,151 @@
+"""The live view's text: its status line, by priority (what must be seen is never cut by what is
+nice to see), and the roster's cells.
+
+Segments come in priority order; `keep` ones (paused, open alerts, a bus or store that cannot be
+reached) are always shown, first; the others follow while they fit the width, each whole or not
+at all. No Textual here: rich Text in, rich Text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from rich.text import Text
+
+from agentwatch.agents import DONE
+from agentwatch.format import age
+from agentwatch.tui.model import Feed, sparkline
+from agentwatch.tui.roster import Agent, Roster, Unconfirmed
+
+if TYPE_CHECKING:
+    from agentwatch.tui.alerts_view import Alerts
+    from agentwatch.tui.common import Palette
+    from agentwatch.tui.costs import Costs
+
+# What an empty dashboard says: nothing has arrived, and how to make something arrive.
+EMPTY_HINT = "no events yet: register the hook with `agentwatch hooks install`, or try `agentwatch demo`"
+
+GAP = "   "
+
+
+class Segment(NamedTuple):
+    text: str
+    style: str = ""
+    keep: bool = False
+
+
+def fit(segments: Sequence[Segment], width: int) -> Text:
+    """The segments that fit `width` cells, in their order: every `keep` one, then the others as
+    long as each fits whole in what is left."""
+    used = sum(len(s.text) for s in segments if s.keep and s.text) + len(GAP) * max(
+        0, sum(1 for s in segments if s.keep and s.text) - 1
+    )
+    chosen: list[Segment] = []
+    for segment in segments:
+        if not segment.text:
+            continue
+        if segment.keep:
+            chosen.append(segment)
+            continue
+        cost = len(segment.text) + (len(GAP) if chosen or used else 0)
+        if used + cost <= width:
+            chosen.append(segment)
+            used += cost
+    line = Text(no_wrap=True, overflow="ellipsis")
+    for n, segment in enumerate(chosen):
+        if n:
+            line.append(GAP)
+        line.append(segment.text, style=segment.style)
+    return line
+
+
+class LiveView(Protocol):
+    """What the status line reads of the app."""
+
+    roster: Roster
+    feed: Feed
+    unconfirmed: Unconfirmed
+    alerts: Alerts
+    costs: Costs
+    clock: Callable[[], float]
+    paused: bool
+    follow: bool
+    sort: str
+    bus_ok: bool
+    bus_text: str
+    store_ok: bool
+    store_text: str
+    events_total: int
+    show_folded: bool
+    _dropped: int
+    _history_done: bool
+    _roster_rows: list[tuple[int, Agent]]
+
+    @property
+    def palette(self) -> Palette: ...
+
+    @property
+    def waiting(self) -> int:
+        """Live events held while paused."""
+
+
+def live_segments(app: LiveView) -> list[Segment]:
+    """The status line's parts, by priority: paused, open alerts and a bus or store that cannot be
+    reached first (never cut), then the bus, the figures, the cost, the rest."""
+    pal = app.palette
+    warn = f"bold {pal.status['running']}"
+    folded = 0 if app.show_folded else app.roster.folded_count(app.clock())
+    alerts = app.alerts.status()
+    figures = f"{app.roster.total} agents" + (f" ({folded} folded: o)" if folded else "")
+    figures += f" · {app.events_total + app.unconfirmed.events:,} events"
+    return [
+        Segment(f"PAUSED ({app.waiting} waiting)" if app.paused else "", warn, keep=True),
+        Segment(f"{alerts} (!)" if alerts else "", f"bold {pal.error}", keep=True),
+        Segment("" if app.bus_ok else f"○ {app.bus_text}", pal.error, keep=True),
+        Segment("" if app.store_ok else app.store_text, pal.error, keep=True),
+        Segment(f"● {app.bus_text}" if app.bus_ok else "", pal.good),
+        Segment(figures, "dim"),
+        Segment(EMPTY_HINT if not app.feed.total and app._history_done else "", warn),
+        Segment(app.costs.status(), "dim"),
+        Segment(app.store_text if app.store_ok else "", "dim"),
+        Segment(f"sorted by {app.sort}", "dim"),
+        Segment("follow off" if not app.follow else "", warn),
+        Segment(f"{app._dropped} events dropped while behind" if app._dropped else "", warn),
+    ]
+
+
+def roster_cells(
+    row: tuple[int, Agent], now: float, pal: Palette, costs: Costs, alerts: Alerts, columns: Sequence[str]
+) -> list[Text | str]:
+    """One roster row's cells, for `columns` (layout.ROSTER_COLUMNS' names)."""
+    depth, agent = row
+    cells: dict[str, Text | str] = {
+        "agent": alerts.mark(agent.key) + "  " * depth + ("└ " if depth else "") + agent.name,
+        "team": team_label(agent),
+        "state": Text(agent.state, style=pal.state.get(agent.state, "")),
+        "tool": agent.tool if agent.state not in DONE else "",
+        "for": age(agent.tool_running_for(now), unknown=""),
+        "seen": age(now - agent.last_seen if agent.last_seen else None, unknown=""),
+        "calls": str(agent.tool_calls),
+        "err": Text(str(agent.errors), style=pal.error if agent.errors else ""),
+        "msg": str(agent.messages),
+        "cost": costs.own(agent.key),
+        "+subs": costs.with_subagents(agent.key),
+        "activity": sparkline(list(agent.activity)[-12:]),
+    }
+    return [cells[key] for key in columns]
+
+
+def team_label(agent: Agent) -> str:
+    """The agent's team, and its session's first characters where the team does not say which
+    session it is (a named team runs many): two runs of one team are two rows that say so."""
+    if not agent.team or agent.team == f"session-{agent.scope[:8]}" or agent.scope == agent.team:
+        return agent.team or agent.scope[:8]
+    return f"{agent.team}·{agent.scope[:6]}"
+
+
+def roster_title(roster: Roster, now: float, shown: bool) -> str:
+    """The roster pane's title: how many agents are folded away, and the key that shows them."""
+    folded = roster.folded_count(now)
+    return "agents" if not folded else f"agents · {folded} folded ({'shown, ' if shown else ''}o)"

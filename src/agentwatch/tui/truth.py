@@ -1,0 +1,62 @@
+"""The store's answer for the dashboard's figures: the one truth every count on screen starts from.
+
+`read` asks the HistorySource, from a worker thread, for everything the live view counts: the
+roster (the `agents` view: one row per host, scope and name, with totals), the team's message
+edges, the open and recent alerts, the costs, and which of the live events the dashboard counted
+on top of its previous answer the store now holds (its watermark). The app then shows this answer
+plus the live events the store does not hold yet (model.Unconfirmed). Nothing here imports Textual.
+
+The watermark is asked after the figures: an event stored in between is in neither for one
+refresh (shown at the next), never in both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentwatch.store import queries
+from agentwatch.tui.sources import HistorySource
+
+# How often the store is asked again while the dashboard runs, and how many live ids one
+# watermark question carries at most (the oldest first: those the store most likely has).
+REFRESH_SECONDS = 5.0
+STORED_CHECK_MAX = 20_000
+EDGES_MAX = 2000
+ALERTS_RECENT = 200
+
+
+@dataclass
+class Truth:
+    """One answer of the store."""
+
+    roster: list[dict[str, Any]] = field(default_factory=list)
+    agents_total: int = 0
+    events_total: int = 0
+    messages_total: int = 0
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    costs: list[tuple[Any, ...]] = field(default_factory=list)
+    stored: set[str] = field(default_factory=set)
+
+
+def read(history: HistorySource, asked: Sequence[str], roster_limit: int) -> Truth:
+    """The store's answer; raises HistoryError (the caller shows its message and asks again)."""
+    roster = history.query(*queries.roster(roster_limit)).dicts()
+    first = roster[0] if roster else {}
+    truth = Truth(
+        roster=roster,
+        agents_total=int(first.get("agents_total") or 0),
+        events_total=int(first.get("events_total") or 0),
+        messages_total=int(first.get("messages_total") or 0),
+    )
+    truth.edges = history.query(*queries.team_edges(None, EDGES_MAX)).dicts()
+    truth.alerts = [
+        *history.query(*queries.alerts(open_only=True, limit=10_000)).dicts(),
+        *history.query(*queries.alerts(limit=ALERTS_RECENT)).dicts(),
+    ]
+    truth.costs = list(history.query(*queries.DASHBOARD_COSTS).rows)
+    if asked:
+        truth.stored = {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
+    return truth

@@ -1,0 +1,89 @@
+"""The status line by priority: paused, open alerts and a bus or store that cannot be reached come
+first and are never cut; the figures and the cost fill what is left, at 80, 120, 160 and 250
+columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentwatch.store.answer import Answer, HistoryUnreachable
+from agentwatch.tui.app import AgentwatchApp
+from agentwatch.tui.status import Segment, fit
+from tests.tui.test_tui_alerts import alert
+from tests.tui.test_tui_app import (
+    BASE,
+    FakeHistory,
+    FakeLive,
+    answer,
+    painted,
+    status_text,
+    team_traffic,
+    until,
+)
+from tests.unit.test_tui_model import team_envelopes
+
+WIDTHS = (80, 120, 160, 250)
+
+
+class CostlyStore(FakeHistory):
+    """A store whose figures include what the last hour cost and a team's cost."""
+
+    def query(self, sql: str, params: Any = None) -> Answer:
+        if "'hour' AS what" in sql:
+            columns = ("what", "host", "scope", "name", "usd", "usd_with_subagents", "tokens", "unpriced")
+            return answer(columns, [("hour", "", "", "2026-11-18 10:00:00", 12.5, 12.5, 90_000, 0),
+                                    ("team", "", "", "session-5e55105e", 9.75, 9.75, 80_000, 0)])  # fmt: skip
+        return super().query(sql, params)
+
+
+def paused_with_alerts() -> AgentwatchApp:
+    traffic = team_traffic() + team_envelopes()
+    lead = traffic[0]["agent"]
+    live = [*traffic, alert("firing", lead), alert("firing", lead, "a2", "loop")]
+    app = AgentwatchApp(FakeLive(live), CostlyStore(traffic), clock=lambda: BASE + 10)
+    app.bell = lambda: None  # type: ignore[method-assign]
+    return app
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+async def test_paused_and_open_alerts_are_never_cut(width: int) -> None:
+    app = paused_with_alerts()
+    async with app.run_test(size=(width, 30)) as pilot:
+        await painted(pilot, app, len(team_traffic()) + len(team_envelopes()))
+        await pilot.press("p")
+        await until(pilot, lambda: "PAUSED" in status_text(app))
+        line = status_text(app)
+        assert line.startswith("PAUSED (0 waiting)   2 open alerts (!)"), line
+        assert len(line) <= width
+        if width >= 160:
+            assert "$12.5 since" in line, "the cost fills what is left where it fits"
+        app.bus_status(False, "bus away at nats://fake:4222; reconnecting")
+        await until(pilot, lambda: "bus away" in status_text(app))
+        assert status_text(app).startswith("PAUSED (0 waiting)   2 open alerts (!)   ○ bus away")
+
+
+async def test_a_store_that_cannot_be_reached_is_said_first() -> None:
+    store = FakeHistory(error=HistoryUnreachable("no server answers at nats://fake:4222"))
+    app = AgentwatchApp(FakeLive(team_traffic()), store, clock=lambda: BASE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "no server answers" in status_text(app))
+        assert status_text(app).startswith("store: no server answers at nats://fake:4222; retrying")
+
+
+def test_fit_keeps_every_kept_segment_and_whole_others_in_order() -> None:
+    segments = [Segment("KEEP", keep=True), Segment("x" * 10), Segment("y" * 30), Segment("z" * 3)]
+    assert fit(segments, 24).plain == "KEEP   xxxxxxxxxx   zzz"
+    assert fit(segments, 4).plain == "KEEP", "a kept segment even when nothing else fits"
+    assert fit([Segment(""), Segment("a")], 10).plain == "a", "an empty segment takes no room"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_status_line_snapshot(snap_compare: Any, width: int) -> None:
+    async def pause(pilot: Any) -> None:
+        await pilot.pause(0.5)
+        await pilot.press("p")
+        await pilot.pause(0.3)
+
+    assert snap_compare(paused_with_alerts(), terminal_size=(width, 24), run_before=pause)
