@@ -13,7 +13,7 @@ bash scripts/venv.sh
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache
-# Debian's Chromium for the browser test, when it is missing and can be installed.
+# Debian's Chromium and tmux for the end-to-end tests, when missing and installable.
 bash scripts/browser.sh
 # pytest exits 5 when it collected no test: under `set -e` that fails the run, as it should.
 .venv/bin/python -m pytest "$@"
