@@ -7,11 +7,14 @@ bytes xterm.js draws on its canvas.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import re
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +49,7 @@ class Web(NamedTuple):
     host: str
     pid: int
     config: Path
+    env: dict[str, str]
 
 
 def _stop(proc: subprocess.Popen[Any]) -> None:
@@ -96,7 +100,13 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
         wait_port(port, 30)
         token = signin.split("token=", 1)[1]
         yield Web(
-            f"http://127.0.0.1:{port}", signin, token, f"127.0.0.1:{port}", procs[-1].pid, root / "config"
+            f"http://127.0.0.1:{port}",
+            signin,
+            token,
+            f"127.0.0.1:{port}",
+            procs[-1].pid,
+            root / "config",
+            env,
         )
     finally:
         for proc in reversed(procs):
@@ -261,3 +271,156 @@ def _wait_children(pid: int, count: int, timeout: float = 30) -> set[int]:
         assert time.monotonic() < deadline, f"{count} dashboard processes under the web server"
         time.sleep(0.1)
     return found
+
+
+# -- every dashboard ends with its tab, and with the server -----------------------------------------
+
+BROWSER_MISSING = "no Chromium: scripts/browser.sh installs Debian's (needs root and apt)"
+GONE_WITHIN = 10.0
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's zombie is for init to reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def seconds_until_gone(pids: set[int], what: str) -> float:
+    """How long until none of `pids` runs; fails past GONE_WITHIN."""
+    start = time.monotonic()
+    while left := {pid for pid in pids if running(pid)}:
+        assert time.monotonic() - start < GONE_WITHIN, f"dashboard process {left} still running {what}"
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def new_dashboard(web: Web, before: set[int], timeout: float = 30) -> int:
+    """The one dashboard process started under the server since `before` was taken."""
+    deadline = time.monotonic() + timeout
+    while not (new := descendants(web.pid) - before):
+        assert time.monotonic() < deadline, "no dashboard process started for the tab"
+        time.sleep(0.05)
+    (pid,) = new
+    return pid
+
+
+def chromium(url: str, profile: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """Headless Chromium on `url`, in its own process group (the browser is several processes)."""
+    assert CHROMIUM is not None
+    return subprocess.Popen(
+        [CHROMIUM, *CHROMIUM_ARGS, f"--user-data-dir={profile}", "--window-size=1200,800", *extra, url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=BROWSER_MISSING)
+def test_a_killed_browser_leaves_no_dashboard(web: Web, tmp_path: Path) -> None:
+    before = descendants(web.pid)
+    browser = chromium(web.signin, tmp_path / "profile")
+    try:
+        dashboard = new_dashboard(web, before)
+        time.sleep(3)  # the dashboard is up and drawing, not still starting
+        assert running(dashboard)
+        os.killpg(browser.pid, signal.SIGKILL)
+        took = seconds_until_gone({dashboard}, "after its browser was SIGKILLed")
+        print(f"\ndashboard gone {took:.2f}s after its browser was SIGKILLed")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(browser.pid, signal.SIGKILL)
+        browser.wait(10)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=BROWSER_MISSING)
+def test_a_tab_closed_while_its_dashboard_starts_leaves_no_dashboard(web: Web, tmp_path: Path) -> None:
+    """The issue's way in: a screenshot of the sign-in address, the tab gone within a second."""
+    before = descendants(web.pid)
+    shot = tmp_path / "shot.png"
+    browser = chromium(web.signin, tmp_path / "profile", f"--screenshot={shot}")
+    started: set[int] = set()
+    while browser.poll() is None:  # the tab's dashboard lives for a second at least: seen here
+        started |= descendants(web.pid) - before
+        time.sleep(0.02)
+    assert browser.returncode == 0 and shot.exists()
+    time.sleep(1)
+    started |= descendants(web.pid) - before
+    assert started, "the tab started no dashboard"
+    took = seconds_until_gone(started, "after its tab was closed")
+    print(f"\ndashboard gone {took:.2f}s after the screenshot's tab closed")
+
+
+def websocket_open(web: Web) -> socket.socket:
+    """A signed-in websocket to the server, the handshake done, nothing more."""
+    host, port = web.host.split(":")
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    headers = {**WEBSOCKET, "Host": web.host, "Cookie": signed_in_cookie(web)}
+    request_text = "GET /ws?width=120&height=40 HTTP/1.1\r\n" + "".join(
+        f"{k}: {v}\r\n" for k, v in headers.items()
+    )
+    sock.sendall((request_text + "\r\n").encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(4096)
+        assert chunk, f"the server closed the connection: {answer!r}"
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 101"), answer
+    return sock
+
+
+@pytest.mark.parametrize("drop", ["fin", "reset"])
+def test_a_socket_dropped_without_a_close_frame_ends_its_dashboard(web: Web, drop: str) -> None:
+    before = descendants(web.pid)
+    sock = websocket_open(web)
+    try:
+        dashboard = new_dashboard(web, before)
+        deadline = time.monotonic() + 30
+        drawn = b""
+        while b"\x1b[?1049h" not in drawn:  # the dashboard is on its alternate screen: it runs
+            assert time.monotonic() < deadline, "the dashboard never drew"
+            drawn += sock.recv(65536)
+        if drop == "reset":  # RST: the connection is torn down at once
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        else:  # FIN: the end of the stream, with no websocket close frame before it
+            sock.shutdown(socket.SHUT_WR)
+    finally:
+        sock.close()
+    took = seconds_until_gone({dashboard}, f"after its socket was dropped ({drop})")
+    print(f"\ndashboard gone {took:.2f}s after a {drop} without a close frame")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=BROWSER_MISSING)
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_no_dashboard_outlives_the_server(web: Web, tmp_path: Path, sig: signal.Signals) -> None:
+    """A second server, two tabs open on it, then the server ended by `sig`."""
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    log = tmp_path / "web.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [tool("agentwatch"), "web", "--port", str(port)],
+            env=web.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_port(port, 30)
+        signin = f"http://127.0.0.1:{port}/signin?token={web.token}"
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_context().new_page()
+                page.goto(signin)
+                page.context.new_page().goto(f"http://127.0.0.1:{port}/")
+                dashboards = _wait_children(server.pid, 2)
+                server.send_signal(sig)
+                took = seconds_until_gone(dashboards, f"after the server got {sig.name}")
+                print(f"\n2 dashboards gone {took:.2f}s after the server got {sig.name}")
+            finally:
+                browser.close()
+        assert server.wait(10) == (-sig if sig == signal.SIGKILL else 0), log.read_text()
+    finally:
+        _stop(server)

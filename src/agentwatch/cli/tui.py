@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping
 
 from agentwatch.cli.errors import missing_extra, require
 
 
-def open_dashboard(environ: Mapping[str, str] = os.environ) -> None:
-    """Run the dashboard until the person quits it."""
+def open_dashboard(environ: Mapping[str, str] = os.environ) -> int:
+    """Run the dashboard until the person quits it, or SIGTERM or SIGHUP ends it (within a second,
+    whatever it is doing: `tui/drivers.py`); its exit code."""
     try:
         from agentwatch.cli.sources import dashboard_sources
-        from agentwatch.tui.app import run
+        from agentwatch.tui.app import AgentwatchApp
 
         live, history = dashboard_sources(environ)
     except ImportError as exc:
@@ -21,21 +23,26 @@ def open_dashboard(environ: Mapping[str, str] = os.environ) -> None:
     from agentwatch.agents import LOST_AFTER_S
     from agentwatch.config import number
 
+    app = AgentwatchApp(
+        live,
+        history,
+        theme=environ.get("AGENTWATCH_THEME", "").strip() or None,
+        lost_after_s=number(environ, "AGENTWATCH_LOST_AFTER_S", LOST_AFTER_S),
+    )
+    if sys.platform != "win32":  # Textual's drivers there are others
+        from agentwatch.tui.drivers import ending_driver
+
+        app.driver_class = ending_driver(environ) or app.driver_class
     try:
-        run(
-            live,
-            history,
-            theme=environ.get("AGENTWATCH_THEME", "").strip() or None,
-            lost_after_s=number(environ, "AGENTWATCH_LOST_AFTER_S", LOST_AFTER_S),
-        )
+        app.run()
     finally:
         history.close()
+    return app.return_code or 0
 
 
 def cmd_tui(_args: argparse.Namespace) -> int:
     require("tui", "tui", "textual", "nats", "orjson")
-    open_dashboard()
-    return 0
+    return open_dashboard()
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

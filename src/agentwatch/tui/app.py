@@ -59,7 +59,7 @@ from agentwatch.tui.team import Team
 from agentwatch.tui.views import AgentScreen, TeamScreen
 
 W = TypeVar("W", bound=Widget)
-__all__ = ["EMPTY_HINT", "AgentwatchApp", "EventScreen", "HelpScreen", "run"]
+__all__ = ["EMPTY_HINT", "AgentwatchApp", "EventScreen", "HelpScreen"]
 
 PENDING_MAX = 20_000
 # Full garbage collections: on a timer, not when Python's counts say (common.FullCollections).
@@ -588,13 +588,3 @@ class AgentwatchApp(App[None]):
         screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
                    ("Tools and history", ToolsScreen.BINDINGS)]  # fmt: skip
         self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS], screens))
-
-
-def run(
-    live: LiveSource,
-    history: HistorySource | None,
-    theme: str | None = None,
-    lost_after_s: float = LOST_AFTER_S,
-) -> None:
-    """Open the dashboard on these sources until the person quits it."""
-    AgentwatchApp(live, history, theme=theme, lost_after_s=lost_after_s).run()

@@ -1,10 +1,12 @@
 """The web server: textual-serve runs one dashboard process per browser tab; this adds the sign-in,
-the Host and Origin checks and the session limit around it.
+the Host and Origin checks, the session limit, and the certain end of every dashboard process.
 
 textual-serve's own server listens for anyone who can reach it. The checks are aiohttp middleware
-on the application it builds, and a wrapper around its websocket handler: hand-written, because
-textual-serve has no authentication of its own and aiohttp's session packages bring a cookie
-store this one fixed secret does not need.
+on the application it builds: hand-written, because textual-serve has no authentication of its
+own and aiohttp's session packages bring a cookie store this one fixed secret does not need. Its
+websocket handler is replaced, to count the tabs and to run each dashboard as a
+`session.DashboardProcess`, which ends when its tab's connection does however it ends, and when
+the server does (`on_shutdown`; the kernel's parent-death signal when the server is killed).
 """
 
 from __future__ import annotations
@@ -16,14 +18,19 @@ import signal
 import ssl
 from collections.abc import Awaitable, Callable
 
-from aiohttp import web
-from textual_serve.server import Server
+from aiohttp import WSCloseCode, web
+from textual_serve.server import Server, to_int
 
 from agentwatch.web.auth import COOKIE, allowed, cookie_matches, cookie_value, token_matches
+from agentwatch.web.session import DashboardProcess
 
 log = logging.getLogger("agentwatch.web")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# Seconds between pings to each tab (textual-serve's own figure); a tab that sends no pong within
+# half of it is taken for gone, which ends its dashboard.
+HEARTBEAT = 15.0
 
 # On every page: not framed by another site, not cached, no address (the sign-in one) in a Referer.
 SECURITY_HEADERS = {
@@ -70,7 +77,8 @@ class DashboardServer(Server):
         # Browsers keep cookies per host, not per port: one name per port, so that signing in to a
         # second server on this machine does not sign the browser out of the first.
         self.cookie = f"{COOKIE}_{port}"
-        self.sessions = 0
+        self.dashboards: dict[DashboardProcess, web.WebSocketResponse] = {}
+        self.heartbeat = HEARTBEAT
 
     # -- the checks --------------------------------------------------------------------------
 
@@ -126,16 +134,60 @@ class DashboardServer(Server):
         return response
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-        """One tab's dashboard: counted while it runs, refused past the limit."""
+        """One tab's dashboard, its own process, counted while it runs and refused past the limit.
+
+        textual-serve's handler, with the process it starts ended for sure: the tab's connection
+        ends however it ends (a close, a reset, no pong within half the heartbeat), then
+        `DashboardProcess.stop` ends the dashboard, also when this handler is cancelled."""
         if self.sessions >= self.max_sessions:
             return self.full()  # type: ignore[return-value]  # aiohttp sends any response
-        self.sessions += 1
-        log.info("dashboard opened (%d of %d)", self.sessions, self.max_sessions)
+        websocket = web.WebSocketResponse(heartbeat=self.heartbeat)
+
+        async def close() -> None:  # the dashboard quit (textual-serve wants no result)
+            await websocket.close()
+
+        dashboard = DashboardProcess(
+            self.command,
+            write_bytes=websocket.send_bytes,
+            write_str=websocket.send_str,
+            close=close,
+            download_manager=self.download_manager,
+            debug=self.debug,
+        )
+        self.dashboards[dashboard] = websocket  # counted from here: no await since the check
         try:
-            return await super().handle_websocket(request)
+            await websocket.prepare(request)
+            await dashboard.start(to_int(request.query.get("width", "80"), 80),
+                                  to_int(request.query.get("height", "24"), 24))  # fmt: skip
+            log.info(
+                "dashboard opened (%d of %d): process %s", self.sessions, self.max_sessions, dashboard.pid
+            )
+            await self._process_messages(websocket, dashboard)
+        except Exception:
+            log.exception("dashboard process %s failed", dashboard.pid)
         finally:
-            self.sessions -= 1
-            log.info("dashboard closed (%d of %d)", self.sessions, self.max_sessions)
+            try:
+                await dashboard.stop()
+            finally:
+                del self.dashboards[dashboard]
+                log.info(
+                    "dashboard closed (%d of %d): %s", self.sessions, self.max_sessions, dashboard.ended()
+                )
+        return websocket
+
+    @property
+    def sessions(self) -> int:
+        return len(self.dashboards)
+
+    async def on_shutdown(self, _app: web.Application) -> None:
+        """Before aiohttp waits for the handlers: every tab told the server is going away, every
+        dashboard ended (its handler, woken by the closed socket, waits for the same ending)."""
+        open_now = list(self.dashboards.items())
+        if open_now:
+            log.info("stopping %d dashboard(s)", len(open_now))
+        going = [ws.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping") for _, ws in open_now]
+        await asyncio.gather(*going, return_exceptions=True)
+        await asyncio.gather(*(dashboard.stop() for dashboard, _ in open_now), return_exceptions=True)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -148,14 +200,16 @@ class DashboardServer(Server):
         """The command prints the addresses; nothing more here."""
 
     def serve(self, debug: bool = False, announce: Callable[[], None] = lambda: None) -> None:
-        """Serve until SIGINT or SIGTERM; open dashboards are told to quit first. `announce` runs
-        once the server listens."""
+        """Serve until SIGINT, SIGTERM or SIGHUP (a closed terminal; not under nohup); the open
+        dashboards are ended first (`on_shutdown`). `announce` runs once the server listens."""
         self.debug = debug
         self.initialize_logging()
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_exit)
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+            loop.add_signal_handler(signal.SIGHUP, self.request_exit)
         web.run_app(
             self._make_app(),
             host=self.host,
