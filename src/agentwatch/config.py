@@ -79,6 +79,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_ALERT_SINK_TIMEOUT", "5", "collector", "seconds a sink's POST may take"),
     Setting("AGENTWATCH_ALERT_SINK_ATTEMPTS", "4", "collector",
             "tries per delivery when a sink answers 5xx or 429 or cannot be reached"),
+    Setting("AGENTWATCH_METRICS_ADDR", "127.0.0.1:9464", "collector",
+            "where /metrics (Prometheus) listens: host:port, or off"),
     Setting("AGENTWATCH_ALERTS_FILE", "<data dir>/alerts.toml", "collector",
             "the alert rules (TOML; a commented default is written on first start)"),
     Setting("AGENTWATCH_ALERTS_REPLAY_SECONDS", "3600", "collector",

@@ -21,10 +21,12 @@ from faststream.nats import NatsBroker
 from agentwatch import config
 from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import Watchdog, alerts_router, rules_path
+from agentwatch.consumers.metrics import Metrics
 from agentwatch.consumers.query import query_router
 from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
 from agentwatch.store import client as clickhouse
 from agentwatch.store.migrations import apply_migrations
+from agentwatch.store.writes import insert_batch, insert_new
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
@@ -41,6 +43,7 @@ class Collector:
     query_client: Client
     applied: list[str]
     watchdog: Watchdog | None = None
+    metrics: Metrics | None = None
 
 
 def build(
@@ -73,7 +76,8 @@ def build(
         reconnected_cb=_on_reconnect,
     )
 
-    writer = StoreWriter(store_client)
+    metrics = Metrics.from_settings(environ) if store else None
+    writer = StoreWriter(store_client, insert=metrics.timed(insert_new) if metrics else insert_batch)
     if store:
         broker.include_router(store_router(writer))
         broker.include_router(advisory_router(writer))
@@ -93,6 +97,8 @@ def build(
         gc.collect()
         gc.freeze()
         writer.start()
+        if metrics is not None:
+            metrics.attach(writer, lambda: consumer_info(broker), clickhouse_url)
         if watchdog is not None:
             await watchdog.start(broker)
         if status is not None and store:
@@ -108,6 +114,8 @@ def build(
         for sub in broker.subscribers:
             await sub.stop()
         await writer.stop()
+        if metrics is not None:
+            metrics.close()
         if watchdog is not None:
             await watchdog.stop()
             watchdog.client.close()
@@ -117,7 +125,7 @@ def build(
             summary += f"; {s.usage} usage records stored" if s.usage else ""
             print(f"\nstopped: {summary}", file=status, flush=True)
 
-    return Collector(app, broker, writer, store_client, query_client, applied, watchdog)
+    return Collector(app, broker, writer, store_client, query_client, applied, watchdog, metrics)
 
 
 def broker_options(opts: dict[str, Any]) -> dict[str, Any]:
@@ -147,11 +155,16 @@ async def _on_reconnect() -> None:
     log.warning("reconnected to NATS")
 
 
+async def consumer_info(broker: NatsBroker) -> Any:
+    """JetStream's ConsumerInfo of the store's durable consumer (raises when it cannot be asked)."""
+    js: Any = broker.config.connection_state.stream
+    return await js.consumer_info(bus.STREAM_NAME, bus.STORE_DURABLE)
+
+
 async def consumer_pending(broker: NatsBroker) -> tuple[int, int] | None:
     """(messages not yet delivered, delivered but not acked) of the store's durable consumer."""
     try:
-        js: Any = broker.config.connection_state.stream
-        info = await js.consumer_info(bus.STREAM_NAME, bus.STORE_DURABLE)
+        info = await consumer_info(broker)
     except Exception:
         return None
     return int(info.num_pending or 0), int(info.num_ack_pending or 0)
@@ -224,6 +237,17 @@ def run(
     except Exception as exc:
         raise CollectorError(f"cannot open ClickHouse at {config.display_url(ch_url)}: {exc}") from None
     schema = f"applied {', '.join(collector.applied)}" if collector.applied else "up to date"
+    served = []
+    if collector.metrics is not None:
+        try:
+            served.append(f"metrics:     {collector.metrics.listen()} (Prometheus)")
+        except OSError as exc:
+            collector.store_client.close()
+            collector.query_client.close()
+            where = f"{collector.metrics.host}:{collector.metrics.port}"
+            raise CollectorError(
+                f"cannot serve /metrics on {where} ({exc}): set AGENTWATCH_METRICS_ADDR"
+            ) from None
     ready = [] if started_at is None else [f"ready in:    {time.monotonic() - started_at:.1f}s"]
     for line in [
         *banner,
@@ -238,6 +262,7 @@ def run(
             else []
         ),
         f"alerts:      rules in {rules_path(environ)}; alerts on agentwatch.alert.> (`agentwatch alerts`)",
+        *served,
         *ready,
         "Ctrl-C stops; the last batch is written before exit.",
     ]:

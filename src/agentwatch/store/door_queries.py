@@ -33,3 +33,35 @@ def agent_key(agent: str, scope: str = "", host: str = "") -> Query:
         "ORDER BY last_seen DESC LIMIT 1",
         {"agent": agent, "scope": scope, "host": host},
     )
+
+
+# --- /metrics -----------------------------------------------------------------------------------
+
+# What /metrics reads of the store, each from a rollup or a recent window, so a scrape costs what
+# its answer's size costs. Label sets are bounded: at most METRIC_ROWS rows, the rest as "other".
+METRIC_ROWS = 50
+
+OPEN_ALERTS = Query(
+    "SELECT rule, severity, count() AS n FROM open_alerts GROUP BY rule, severity ORDER BY rule, severity"
+)
+
+# Stored of numbered events over all sessions and hosts (the session_seq_rollup, not `coverage`,
+# whose joins read the events).
+COVERAGE = Query(
+    "SELECT toUInt64(sum(max_seq)) AS emitted, toUInt64(sum(least(stored, max_seq))) AS stored FROM "
+    "(SELECT session_id, host, max(max_seq) AS max_seq, uniqExactMerge(stored) AS stored "
+    "FROM session_seq_rollup GROUP BY session_id, host)"
+)
+
+# USD and API calls per team and model (the agent cost rollup: its rows do not grow with history).
+COST_BY_TEAM_MODEL = Query(
+    "SELECT toString(team) AS team, toString(model) AS model, sum(priced_usd) AS usd, "
+    "toInt64(sum(api_calls)) AS calls FROM agent_cost_rollup GROUP BY team, model "
+    "HAVING calls > 0 ORDER BY usd DESC, team, model"
+)
+
+# The spool backlog each host's hook reported last, over the last day of numbered events.
+SPOOL_BY_HOST = Query(
+    "SELECT toString(host) AS host, argMax(spool_bytes, (timestamp, id)) AS spool_bytes FROM events "
+    "WHERE timestamp >= now64(3) - INTERVAL 1 DAY AND seq > 0 GROUP BY host ORDER BY spool_bytes DESC, host"
+)
