@@ -22,6 +22,7 @@ from agentwatch import config
 from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import Watchdog, alerts_router, rules_path
 from agentwatch.consumers.metrics import Metrics
+from agentwatch.consumers.otlp import OtlpReceiver
 from agentwatch.consumers.query import query_router
 from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
 from agentwatch.store import client as clickhouse
@@ -44,6 +45,7 @@ class Collector:
     applied: list[str]
     watchdog: Watchdog | None = None
     metrics: Metrics | None = None
+    otlp: OtlpReceiver | None = None
 
 
 def build(
@@ -76,7 +78,7 @@ def build(
         reconnected_cb=_on_reconnect,
     )
 
-    metrics = Metrics.from_settings(environ) if store else None
+    metrics, otlp = _doors(environ, clickhouse_url) if store else (None, None)
     writer = StoreWriter(store_client, insert=metrics.timed(insert_new) if metrics else insert_batch)
     if store:
         broker.include_router(store_router(writer))
@@ -114,8 +116,6 @@ def build(
         for sub in broker.subscribers:
             await sub.stop()
         await writer.stop()
-        if metrics is not None:
-            metrics.close()
         if watchdog is not None:
             await watchdog.stop()
             watchdog.client.close()
@@ -125,7 +125,48 @@ def build(
             summary += f"; {s.usage} usage records stored" if s.usage else ""
             print(f"\nstopped: {summary}", file=status, flush=True)
 
-    return Collector(app, broker, writer, store_client, query_client, applied, watchdog, metrics)
+    return Collector(app, broker, writer, store_client, query_client, applied, watchdog, metrics, otlp)
+
+
+def _doors(environ: Mapping[str, str], clickhouse_url: str) -> tuple[Metrics | None, OtlpReceiver | None]:
+    """/metrics and the OTLP receiver, as configured (each may be off)."""
+    metrics = Metrics.from_settings(environ)
+    return metrics, OtlpReceiver.from_settings(environ, clickhouse_url, metrics)
+
+
+def serve_doors(collector: Collector, environ: Mapping[str, str]) -> list[str]:
+    """Bind /metrics and the OTLP receiver; the banner's lines for them. An address that is taken
+    stops the collector when the setting named it (CollectorError), and at the default leaves that
+    door closed, said on its line (a second collector on this machine, say)."""
+    lines = []
+    for name, door, setting in (
+        ("metrics", collector.metrics, "AGENTWATCH_METRICS_ADDR"),
+        ("otlp", collector.otlp, "AGENTWATCH_OTLP_ADDR"),
+    ):
+        if door is None:
+            continue
+        try:
+            url = door.listen()
+        except OSError as exc:
+            where = f"{door.host}:{door.port}"
+            if environ.get(setting, "").strip():
+                close_doors(collector)
+                raise CollectorError(f"cannot listen on {where} ({exc}): change {setting}") from None
+            lines.append(f"{name + ':':<12} not served: {where} is in use ({exc.strerror}); set {setting}")
+            continue
+        what = (
+            "Prometheus"
+            if name == "metrics"
+            else "OTLP/HTTP: Claude Code's telemetry, `hooks install --otel`"
+        )
+        lines.append(f"{name + ':':<12} {url} ({what})")
+    return lines
+
+
+def close_doors(collector: Collector) -> None:
+    for door in (collector.otlp, collector.metrics):
+        if door is not None:
+            door.close()
 
 
 def broker_options(opts: dict[str, Any]) -> dict[str, Any]:
@@ -237,17 +278,12 @@ def run(
     except Exception as exc:
         raise CollectorError(f"cannot open ClickHouse at {config.display_url(ch_url)}: {exc}") from None
     schema = f"applied {', '.join(collector.applied)}" if collector.applied else "up to date"
-    served = []
-    if collector.metrics is not None:
-        try:
-            served.append(f"metrics:     {collector.metrics.listen()} (Prometheus)")
-        except OSError as exc:
-            collector.store_client.close()
-            collector.query_client.close()
-            where = f"{collector.metrics.host}:{collector.metrics.port}"
-            raise CollectorError(
-                f"cannot serve /metrics on {where} ({exc}): set AGENTWATCH_METRICS_ADDR"
-            ) from None
+    try:
+        served = serve_doors(collector, environ)
+    except CollectorError:
+        collector.store_client.close()
+        collector.query_client.close()
+        raise
     ready = [] if started_at is None else [f"ready in:    {time.monotonic() - started_at:.1f}s"]
     for line in [
         *banner,
@@ -272,5 +308,6 @@ def run(
     except KeyboardInterrupt:
         pass
     finally:
+        close_doors(collector)
         collector.store_client.close()
         collector.query_client.close()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from agentwatch import config
 from agentwatch.store import door_queries
 from agentwatch.store.queries import Query
 
@@ -44,14 +45,8 @@ INSERT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 
 
 def parse_addr(text: str) -> tuple[str, int] | None:
-    """`host:port` (`[::1]:9464`, `:9464` for every interface) as (host, port); None for `off`."""
-    value = text.strip() or DEFAULT_ADDR
-    if value.lower() in ("off", "0", "none"):
-        return None
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{SETTING}={text!r}: give host:port (127.0.0.1:9464), or off")
-    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - only when asked for (`:9464`)
+    """AGENTWATCH_METRICS_ADDR as (host, port); None for `off`."""
+    return config.listen_address({SETTING: text}, SETTING, DEFAULT_ADDR)
 
 
 def url_of(host: str, port: int) -> str:
