@@ -241,7 +241,7 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
                 f"CREATE TABLE IF NOT EXISTS {table} {ON_CLUSTER} AS {table}_local",
             )
         ),
-        *(f"CREATE OR REPLACE VIEW {view} {ON_CLUSTER} AS" for view in OTEL_VIEWS),
+        *(f"CREATE VIEW IF NOT EXISTS {view} {ON_CLUSTER} AS" for view in OTEL_VIEWS),
     ]
 
 

@@ -124,7 +124,7 @@ ORDER BY id;
 --   succeeded, blocked, failed (non-blocking errors), cancelled   commands, by outcome
 --   total_ms, avg_ms, max_ms   the firings' total_duration_ms
 --   first_at, last_at
-CREATE OR REPLACE VIEW hook_runs AS
+CREATE VIEW IF NOT EXISTS hook_runs AS
 SELECT
     session_id,
     attributes['hook_event'] AS hook_event,
@@ -153,7 +153,7 @@ GROUP BY session_id, hook_event, hook_name;
 --   cost_usd, cost_usd_micros   Claude Code's price of the request
 --   transcript_message_id, transcript_cost_usd   the transcript's message with these tokens and
 --                 agentwatch's price of it ('' and NULL when no transcript usage matches)
-CREATE OR REPLACE VIEW api_requests AS
+CREATE VIEW IF NOT EXISTS api_requests AS
 SELECT
     r.id AS id,
     r.timestamp AS timestamp,
@@ -213,7 +213,7 @@ ON u.session_id = r.session_id AND u.input_tokens = r.input_tokens AND u.output_
 --   value         the total
 --   points        data points received
 --   first_at, last_at
-CREATE OR REPLACE VIEW otel_metric_totals AS
+CREATE VIEW IF NOT EXISTS otel_metric_totals AS
 SELECT
     metric,
     unit,
