@@ -130,7 +130,7 @@ class AgentwatchApp(App[None]):
         self.refresh_seconds = refresh_seconds
         self.show_folded = self._truth_asked = self._truth_in_once = self._truth_due = False
         self.store_ok = history is None
-        self.events_total = 0
+        self.events_total, self._status_at = 0, 0.0
         self._palette: Palette | None = None
         self._palette_theme = ""
         self.filter = FeedFilter()
@@ -356,7 +356,8 @@ class AgentwatchApp(App[None]):
                 self._paint_feed()
             elif self.roster:
                 self._paint_roster()  # ages, running times and lost agents move on
-                self._paint_status()
+                if time.monotonic() - self._status_at >= 1.0:
+                    self._paint_status()
         except NoMatches:  # the app is closing: its timer outlived the live view's widgets
             return
 
@@ -403,6 +404,7 @@ class AgentwatchApp(App[None]):
         return self._palette
 
     def _paint_status(self) -> None:
+        self._status_at = time.monotonic()
         self._main_query("#status", Line).show(fit(live_segments(self), self.size.width))
 
     def _paint_roster(self) -> None:
