@@ -161,16 +161,21 @@ class Watchdog:
     # -- intake and output ---------------------------------------------------------------------
 
     async def take(self, msgs: list[Msg]) -> None:
-        """A fetched batch of envelopes: into the engine, then acknowledged."""
+        """A fetched batch of envelopes: into the engine, then acknowledged; the alerts an event
+        completed (a loop, a failure burst) are published at once, not at the next tick."""
+        fired: list[Json] = []
+        now = time.time()
         for msg in msgs:
             try:
                 env = orjson.loads(msg.data)
             except orjson.JSONDecodeError:
                 continue  # the store dead-letters it; nothing to watch
             if isinstance(env, dict):
-                self.engine.observe(env, time.time())
+                fired += self.engine.take(env, now)
                 self.observed += 1
         await ack_all(msgs)
+        if fired:
+            await self.publish(fired)
 
     async def publish(self, changes: list[Json]) -> None:
         """On the bus (retried next tick while it fails), then in the table and to the sinks."""
