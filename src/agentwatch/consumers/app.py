@@ -19,6 +19,7 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 
 from agentwatch import config
+from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import Watchdog, alerts_router, rules_path
 from agentwatch.consumers.query import query_router
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
 
 log = logging.getLogger("agentwatch")
+
+# Stopping: seconds for the pull subscriptions' open requests to end and what they brought to be
+# handed over, and in all, with writing and acknowledging it (the README states it).
+FETCH_CLOSE_S = 3.0
+STOP_S = 15.0
 
 
 @dataclass
@@ -104,10 +110,14 @@ def build(
         closing = True
         for task in reporter:
             task.cancel()
-        # Stop fetching, then write and ack what was fetched while the connection is still open.
+        # Stop asking for messages; hand what was fetched to the writer and the watchdog; write
+        # and acknowledge it while the connection is still open: a restart finds nothing in
+        # flight. Bounded: STOP_S in all (what ClickHouse did not take by then is handed back).
+        deadline = time.monotonic() + STOP_S
+        await fastpull.close(_pull_subscriptions(broker), FETCH_CLOSE_S)
         for sub in broker.subscribers:
             await sub.stop()
-        await writer.stop()
+        await writer.stop(max(deadline - time.monotonic(), 1.0))
         if watchdog is not None:
             await watchdog.stop()
             watchdog.client.close()
@@ -118,6 +128,14 @@ def build(
             print(f"\nstopped: {summary}", file=status, flush=True)
 
     return Collector(app, broker, writer, store_client, query_client, applied, watchdog)
+
+
+def _pull_subscriptions(broker: NatsBroker) -> list[Any]:
+    """The nats-py pull subscriptions of the broker's JetStream subscribers (store, watchdog)."""
+    from nats.js.client import JetStreamContext
+
+    subs = (getattr(sub, "subscription", None) for sub in broker.subscribers)
+    return [s for s in subs if isinstance(s, JetStreamContext.PullSubscription)]
 
 
 def broker_options(opts: dict[str, Any]) -> dict[str, Any]:
