@@ -7,9 +7,11 @@ in the `alerts` table and offered to the webhook sinks.
 
 On start it rebuilds its state from the store: the alerts open when it stopped (open_alerts) are
 taken as firing, so they are not fired again, and the last `AGENTWATCH_ALERTS_REPLAY_SECONDS` of
-events are replayed into the engine without publishing; the first tick then resolves what
-cleared meanwhile. An alert fired again after a crash between publishing and storing has the
-same id and state, so the bus and the table keep one copy.
+events are replayed into the engine without publishing: the stored ones, and the ones its durable
+had been delivered that the store had not acknowledged (killed, stopped before it fetched them,
+or behind), read back from the GENIE stream; live events wait until the replay is done. The
+first tick then resolves what cleared meanwhile. An alert fired again after a crash between
+publishing and storing has the same id and state, so the bus and the table keep one copy.
 
 The rules come from a TOML file (AGENTWATCH_ALERTS_FILE, default `alerts.toml` in the data dir,
 written with every default commented on first start), read again when it changes; a file that
