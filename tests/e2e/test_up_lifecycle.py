@@ -26,7 +26,7 @@ import nats
 
 from agentwatch.contract import encode_envelope, envelopes_from_stdin
 from tests.conftest import CAPTURES, clean_env, free_port, load_fixture_file, run_cli, tool
-from tests.integration.test_store import Service, sql_rows
+from tests.integration.test_store import Service
 from tests.services import NatsServer
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
@@ -199,12 +199,15 @@ def _in_flight(env: dict[str, str]) -> tuple[int, str]:
 
 
 def _stored(env: dict[str, str], ids: list[str]) -> int:
-    """How many of `ids` are stored, as events or as messages (genie.msg.*)."""
+    """How many of `ids` are stored, as events or as messages (genie.msg.*). The query goes on
+    stdin: thousands of ids are more than one argument may hold."""
     listed = ",".join(f"'{i}'" for i in ids)  # ULIDs made by the contract: nothing to quote
-    among = f"id IN ({listed})"
-    both = f"SELECT id FROM events WHERE {among} UNION ALL SELECT id FROM messages WHERE {among}"  # noqa: S608
-    rows = sql_rows(env, f"SELECT uniqExact(id) AS n FROM ({both})")  # noqa: S608
-    return int(rows[0]["n"])
+    both = "SELECT id FROM events UNION ALL SELECT id FROM messages"
+    query = f"SELECT uniqExact(id) AS n FROM ({both}) WHERE id IN ({listed})"  # noqa: S608
+    result = subprocess.run([tool("agentwatch"), "sql", "-", "--format", "json"], input=query, env=env,
+                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return int(json.loads(result.stdout)[0]["n"])
 
 
 def test_up_stopped_under_traffic_leaves_nothing_in_flight(nats_server: NatsServer, tmp_path: Path) -> None:
