@@ -219,8 +219,8 @@ async def _reply_all(msgs: list[Msg], body: bytes) -> None:
         for msg in msgs:
             await (msg.nak() if body else msg.ack())
         return
-    text = body.decode()
-    await send("".join([f"PUB {reply} {len(body)}\r\n{text}\r\n" for reply in replies]).encode())
+    tail = f" {len(body)}\r\n{body.decode()}\r\n"
+    await send("".join([f"PUB {reply}{tail}" for reply in replies]).encode())
     await flush()
     for msg in msgs:
         msg._ackd = True

@@ -7,6 +7,7 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as FetchTimeout
@@ -130,9 +131,12 @@ async def seen_not_stored(js: JetStreamContext) -> tuple[int, int]:
     return int(store.ack_floor.stream_seq or 0) + 1, int(watchdog.delivered.stream_seq or 0)
 
 
-async def read_range(js: JetStreamContext, first: int, last: int, *, batch: int = 1000) -> list[Msg]:
+async def read_range(
+    js: JetStreamContext, first: int, last: int, *, since: float | None = None, batch: int = 1000
+) -> list[Msg]:
     """The GENIE messages of stream sequences first..last that the stream still holds, in order,
-    through an ephemeral consumer of its own (deleted after)."""
+    through an ephemeral consumer of its own (deleted after); with `since` (a Unix time), none
+    the stream took before it: a store days behind does not make this read days of messages."""
     if last < first:
         return []
     config = ConsumerConfig(
@@ -142,6 +146,12 @@ async def read_range(js: JetStreamContext, first: int, last: int, *, batch: int 
         inactive_threshold=30.0,
         mem_storage=True,
     )
+    if since is not None:
+        with contextlib.suppress(NotFoundError):
+            head = await js.get_msg(STREAM_NAME, first, next=True)
+            if head.time is not None and head.time.timestamp() < since:
+                config.deliver_policy, config.opt_start_seq = DeliverPolicy.BY_START_TIME, None
+                config.opt_start_time = datetime.fromtimestamp(since, tz=UTC)
     psub = await js.pull_subscribe(ALL_SUBJECTS, stream=STREAM_NAME, config=config)
     out: list[Msg] = []
     try:
@@ -154,7 +164,8 @@ async def read_range(js: JetStreamContext, first: int, last: int, *, batch: int 
                 meta = msg.metadata
                 if meta.sequence.stream > last:
                     return out
-                out.append(msg)
+                if meta.sequence.stream >= first:
+                    out.append(msg)
                 if meta.sequence.stream == last or meta.num_pending == 0:
                     return out
     finally:

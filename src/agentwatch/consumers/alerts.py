@@ -149,7 +149,7 @@ class Watchdog:
         try:
             js: Any = self._broker.config.connection_state.stream if self._broker else None
             first, last = await bus.seen_not_stored(js)
-            msgs = await bus.read_range(js, first, last)
+            msgs = await bus.read_range(js, first, last, since=since)
         except Exception as exc:  # the bus busy or away: the rebuild has the store's events only
             log.warning("alerts: could not read back from the stream (%s)", exc)
             return []

@@ -110,14 +110,7 @@ def build(
         closing = True
         for task in reporter:
             task.cancel()
-        # Stop asking for messages; hand what was fetched to the writer and the watchdog; write
-        # and acknowledge it while the connection is still open: a restart finds nothing in
-        # flight. Bounded: STOP_S in all (what ClickHouse did not take by then is handed back).
-        deadline = time.monotonic() + STOP_S
-        await fastpull.close(_pull_subscriptions(broker), FETCH_CLOSE_S)
-        for sub in broker.subscribers:
-            await sub.stop()
-        await writer.stop(max(deadline - time.monotonic(), 1.0))
+        await stop_consuming(broker, writer)
         if watchdog is not None:
             await watchdog.stop()
             watchdog.client.close()
@@ -130,12 +123,20 @@ def build(
     return Collector(app, broker, writer, store_client, query_client, applied, watchdog)
 
 
-def _pull_subscriptions(broker: NatsBroker) -> list[Any]:
-    """The nats-py pull subscriptions of the broker's JetStream subscribers (store, watchdog)."""
+async def stop_consuming(broker: NatsBroker, writer: StoreWriter, seconds: float = STOP_S) -> bool:
+    """Stop asking for messages; hand what was fetched to the writer and the watchdog; write and
+    acknowledge it while the connection is still open, so a restart finds nothing in flight.
+    Bounded by `seconds` in all: what ClickHouse did not take by then is handed back to the
+    stream (delivered again at once). True when everything fetched was written."""
     from nats.js.client import JetStreamContext
 
+    deadline = time.monotonic() + seconds
     subs = (getattr(sub, "subscription", None) for sub in broker.subscribers)
-    return [s for s in subs if isinstance(s, JetStreamContext.PullSubscription)]
+    pulls = [s for s in subs if isinstance(s, JetStreamContext.PullSubscription)]
+    await fastpull.close(pulls, min(FETCH_CLOSE_S, seconds))
+    for sub in broker.subscribers:
+        await sub.stop()
+    return await writer.stop(max(deadline - time.monotonic(), 1.0))
 
 
 def broker_options(opts: dict[str, Any]) -> dict[str, Any]:
