@@ -118,7 +118,7 @@ def test_a_backlog_of_hook_envelopes_drains_without_waiting_for_the_ack_wait(tmp
         store = Service(["store", "-v"], env)
         try:
             store.wait_ready()
-            drained_at, readings = asyncio.run(watch_drain(server.url, total, timeout=240))
+            drained_at, readings = asyncio.run(watch_drain(server.url, total, timeout=90))
             query = "SELECT (SELECT count() FROM events FINAL) + (SELECT count() FROM messages FINAL) AS n"
             stored = int(sql_rows(env, query)[0]["n"])
         finally:
