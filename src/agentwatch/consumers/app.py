@@ -19,6 +19,7 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 
 from agentwatch import config
+from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import Watchdog, alerts_router, rules_path
 from agentwatch.consumers.metrics import Metrics
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
 
 log = logging.getLogger("agentwatch")
+
+# Stopping: seconds for the pull subscriptions' open requests to end and what they brought to be
+# handed over, and in all, with writing and acknowledging it (the README states it).
+FETCH_CLOSE_S = 3.0
+STOP_S = 15.0
 
 
 @dataclass
@@ -112,10 +118,7 @@ def build(
         closing = True
         for task in reporter:
             task.cancel()
-        # Stop fetching, then write and ack what was fetched while the connection is still open.
-        for sub in broker.subscribers:
-            await sub.stop()
-        await writer.stop()
+        await stop_consuming(broker, writer)
         if watchdog is not None:
             await watchdog.stop()
             watchdog.client.close()
@@ -167,6 +170,22 @@ def close_doors(collector: Collector) -> None:
     for door in (collector.otlp, collector.metrics):
         if door is not None:
             door.close()
+
+
+async def stop_consuming(broker: NatsBroker, writer: StoreWriter, seconds: float = STOP_S) -> bool:
+    """Stop asking for messages; hand what was fetched to the writer and the watchdog; write and
+    acknowledge it while the connection is still open, so a restart finds nothing in flight.
+    Bounded by `seconds` in all: what ClickHouse did not take by then is handed back to the
+    stream (delivered again at once). True when everything fetched was written."""
+    from nats.js.client import JetStreamContext
+
+    deadline = time.monotonic() + seconds
+    subs = (getattr(sub, "subscription", None) for sub in broker.subscribers)
+    pulls = [s for s in subs if isinstance(s, JetStreamContext.PullSubscription)]
+    await fastpull.close(pulls, min(FETCH_CLOSE_S, seconds))
+    for sub in broker.subscribers:
+        await sub.stop()
+    return await writer.stop(max(deadline - time.monotonic(), 1.0))
 
 
 def broker_options(opts: dict[str, Any]) -> dict[str, Any]:
