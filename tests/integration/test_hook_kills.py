@@ -484,8 +484,24 @@ def test_a_deadline_before_the_messages_are_made_still_keeps_every_event(tmp_pat
     for i in range(20):
         payload = json.dumps(
             {"hook_event_name": "UserPromptSubmit", "session_id": "tight", "prompt": f"p{i}"}
-        )
-        result = run_emit(payload.encode(), env)
+        ).encode()
+        # Written and closed before the hook starts, as Claude Code gives it. (Written after the
+        # start, as subprocess.run's input is, a loaded machine could let the 1 ms deadline come
+        # before the first byte: the hook then rightly has nothing to keep.)
+        read_end, write_end = os.pipe()
+        os.write(write_end, payload)
+        os.close(write_end)
+        try:
+            result = subprocess.run(
+                [tool("agentwatch-emit")],
+                stdin=read_end,
+                env=env,
+                capture_output=True,
+                timeout=20,
+                check=False,
+            )
+        finally:
+            os.close(read_end)
         assert result.returncode == 0 and result.stdout == b""
     assert not list((tmp_path / "hook" / "spool" / "inflight").iterdir()), "nothing left in flight"
     lines = (tmp_path / "hook" / "spool" / "queue").read_bytes().splitlines()

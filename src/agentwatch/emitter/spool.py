@@ -92,8 +92,10 @@ class Spool:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.close(fd)
-            fd = -1
+            # Forgotten before it is closed: a deadline between the two must not close it twice
+            # (EBADF, raised in place of the deadline, left the temporary file behind).
+            written, fd = fd, -1
+            os.close(written)
             os.replace(tmp, path)
         except BaseException:  # the deadline or a stop, mid-write: what it replaced is still there
             if fd >= 0:
