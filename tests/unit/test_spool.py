@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+import posix
 from pathlib import Path
 
 import pytest
 
-from agentwatch.emitter import spool as spool_module
 from agentwatch.emitter.spool import Spool
 
 
@@ -31,7 +31,7 @@ def test_a_deadline_just_after_the_close_leaves_no_temporary_file(
         real_close(fd)
         raise Interruption
 
-    monkeypatch.setattr(spool_module.os, "close", close_then_interrupt)
+    monkeypatch.setattr(posix, "close", close_then_interrupt)  # what the spool calls
     with pytest.raises(Interruption):
         spool.hold(MESSAGES)
     monkeypatch.undo()
@@ -44,3 +44,15 @@ def test_held_messages_replace_the_capture_whole(tmp_path: Path) -> None:
     held = spool.hold(MESSAGES)
     assert Path(held).read_bytes() == b'genie.agent.a.response 01ID {"id":"01ID"}\n'
     assert os.listdir(tmp_path / "spool" / "inflight") == [str(os.getpid())]
+
+
+def test_a_retired_file_is_neither_in_flight_nor_recovered(tmp_path: Path) -> None:
+    """Confirmed messages are renamed over one retired file (a deletion would wait for the disk
+    write a rename over another file starts): the spool is empty, and nothing is queued again."""
+    spool = Spool(str(tmp_path / "spool"), rebuild=lambda header, raw: [])
+    spool.retire(spool.hold(MESSAGES))
+    spool.retire(spool.hold(MESSAGES))
+    assert os.listdir(tmp_path / "spool" / "inflight") == [".retired"]
+    assert spool.is_empty()
+    assert spool.recover() == 0
+    assert not (tmp_path / "spool" / "queue").exists()
