@@ -196,22 +196,26 @@ def test_killed_hooks_lose_nothing_on_any_bus(
     assert all(ids == 1 for _, ids in stored.values()), "one id per run: a re-send is the same event"
 
 
-def sigterm_phase(pid: int, stdin_unread: bool) -> str:
-    """Where the run was when SIGTERM came, from what SIGTERM would do to it (/proc/PID/status)
-    and whether its stdin was still in the pipe."""
+def sigterm_phase(pid: int, script: str, stdin_unread: bool) -> str:
+    """Where the run was when SIGTERM came, from what SIGTERM would do to it (/proc/PID/status),
+    which program it was running (the shell, or `script`'s interpreter) and whether its stdin was
+    still in the pipe."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return "finished"
     fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
     bit = 1 << (signal.SIGTERM - 1)
-    if not int(fields.get("SigCgt", "0"), 16) & bit | int(fields.get("SigIgn", "0"), 16) & bit:
+    caught = int(fields.get("SigCgt", "0"), 16) & bit
+    ignored = int(fields.get("SigIgn", "0"), 16) & bit
+    if not caught and not ignored:
+        if script.encode() in argv:  # the interpreter, started after the trap: it must ignore it
+            return "unprotected in the hook's interpreter"
         return "before the command's first instruction"  # still in exec, or the shell starting
     if not stdin_unread:
         return "after the hook read its stdin"
-    if int(fields.get("SigCgt", "0"), 16) & bit:
-        return "before the hook read its stdin"
-    return "while Python started"  # ignored: the command's trap, before the script's first line
+    return "before the hook read its stdin" if caught else "while Python started"
 
 
 @pytest.fixture
@@ -228,7 +232,7 @@ def busy_cores() -> Iterator[int]:
 
 
 def stopped_early(
-    index: int, command: str, env: dict[str, str], offset: float
+    index: int, command: str, script: str, env: dict[str, str], offset: float
 ) -> tuple[int, str, int, bytes]:
     """One hook run as Claude Code starts it (the registered command, by a shell; the payload
     written and stdin closed at once), sent SIGTERM `offset` s after the spawn: (index, where it
@@ -250,7 +254,7 @@ def stopped_early(
         os.close(write_end)
         write_end = -1
         time.sleep(max(0.0, spawned + offset - time.monotonic()))
-        phase = sigterm_phase(proc.pid, unread(read_end) > 0)
+        phase = sigterm_phase(proc.pid, script, unread(read_end) > 0)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
         return index, phase, proc.returncode, out
@@ -275,10 +279,13 @@ def test_a_stop_signal_right_after_the_spawn_loses_nothing_on_a_loaded_machine(
 
     What nothing can save is a signal before the shell ran the command's first instruction (the
     process still in exec, or the shell starting): such a run is killed with its event unread. That
-    takes a shell far more than 20 ms only when other work starves it (this machine is shared);
-    the test tells those runs apart, says how many there were, and allows a few."""
+    takes a shell more than 20 ms only when other work starves it (a shared machine, a test run
+    under `nice`): the test tells those runs apart by the program the process runs (the shell, not
+    yet the hook's interpreter, which must be ignoring SIGTERM), says how many there were, and
+    checks every other run."""
     server, store_env = store
-    command = hook_command(tool("agentwatch-emit"))
+    script = tool("agentwatch-emit")
+    command = hook_command(script)
     assert command.startswith(LAUNCH), command
     rng = random.Random(26)  # noqa: S311 - signal offsets, reproducible
     jobs = []
@@ -286,7 +293,7 @@ def test_a_stop_signal_right_after_the_spawn_loses_nothing_on_a_loaded_machine(
         bus = "up" if index % 2 else "down"
         url = server.url if bus == "up" else f"nats://127.0.0.1:{free_port()}"
         env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / f"hook-{bus}"), AGENTWATCH_NATS_URL=url)
-        jobs.append((index, command, env, rng.uniform(0.02, 0.1)))
+        jobs.append((index, command, script, env, rng.uniform(0.02, 0.1)))
     results = [stopped_early(*job) for job in jobs]  # one at a time: the load is the busy cores
     phases = Counter(phase for _, phase, _, _ in results)
     print(f"SIGTERM 20-100 ms after the spawn, {busy_cores} busy cores: {dict(phases)}")
@@ -294,9 +301,9 @@ def test_a_stop_signal_right_after_the_spawn_loses_nothing_on_a_loaded_machine(
     for (index, phase, code, out), job in zip(results, jobs, strict=True):
         expected = -signal.SIGTERM if index in unstarted else 0
         assert (code, out) == (expected, b""), (
-            f"run {index}: exit {code}, stdout {out[:80]!r}; SIGTERM at {job[3] * 1000:.0f} ms, {phase}"
+            f"run {index}: exit {code}, stdout {out[:80]!r}; SIGTERM at {job[4] * 1000:.0f} ms, {phase}"
         )
-    assert len(unstarted) <= 2, f"{len(unstarted)} runs had not started the command: {dict(phases)}"
+    assert len(unstarted) <= EARLY_RUNS // 10, f"the shell hardly ever started in time: {dict(phases)}"
     for data_dir in sorted(tmp_path.glob("hook-*")):
         flush = run_cli(
             "spool", "flush", env=clean_env(AGENTWATCH_DATA_DIR=str(data_dir), AGENTWATCH_NATS_URL=server.url)
