@@ -175,8 +175,9 @@ def test_killed_hooks_lose_nothing_on_any_bus(
         assert "pending:  0 event message(s)" in status.stdout, status.stdout
     must = {i for i, read_whole, _, _ in results if read_whole}
     # A sanity check that the kills came after the read often enough to test something; on a loaded
-    # machine the interpreter reaches its read later, so fewer of them do.
-    assert len(must) >= len(jobs) * 0.5, "most runs had read their stdin when they were killed"
+    # machine the interpreter reaches its read later, so fewer of them do (147 of 300 at a load of
+    # 15, this test under nice).
+    assert len(must) >= len(jobs) * 0.25, "a quarter of the runs had read their stdin when killed"
     wait_rows(
         store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'kill-test-session'", len(must)
     )
@@ -297,7 +298,11 @@ def test_a_stop_signal_right_after_the_spawn_loses_nothing_on_a_loaded_machine(
     results = [stopped_early(*job) for job in jobs]  # one at a time: the load is the busy cores
     phases = Counter(phase for _, phase, _, _ in results)
     print(f"SIGTERM 20-100 ms after the spawn, {busy_cores} busy cores: {dict(phases)}")
-    unstarted = {index for index, phase, _, _ in results if phase.startswith("before the command")}
+    # Killed before the command's first instruction. (One seen there may still have run its trap
+    # before the signal landed: then it must exit 0 and keep its event like any other.)
+    unstarted = {
+        index for index, phase, code, _ in results if phase.startswith("before the command") and code < 0
+    }
     for (index, phase, code, out), job in zip(results, jobs, strict=True):
         expected = -signal.SIGTERM if index in unstarted else 0
         assert (code, out) == (expected, b""), (
