@@ -130,6 +130,7 @@ ROLLUP_TABLES = (
     "tool_daily",
     "agent_key_rollup",
     "agent_cost_rollup",
+    "cost_by_harness",
 )
 # Created by one migration, dropped by a later one (010 drops call_events; 012 the name-keyed ones).
 DROPPED = ("call_events", "agent_rollup", "cost_by_agent")
