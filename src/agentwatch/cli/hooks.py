@@ -143,17 +143,9 @@ def _print_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `hooks install|uninstall|print` to the `agentwatch` command line."""
-    hooks = subparsers.add_parser(
-        "hooks",
-        help="register agentwatch's hook with Claude Code, Codex CLI and Gemini CLI",
-        description="Write, remove or show agentwatch's hook registration in the coding agents' own files: "
-        "Claude Code's settings.json, Codex CLI's hooks.json (and the hooks' trust in its config.toml), "
-        "Gemini CLI's settings.json.",
-    )
-    actions = hooks.add_subparsers(dest="hooks_action", metavar="ACTION", required=True)
-
+def _common_options() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The options the actions share: where (Claude Code's scope, dry run), which harness, and the
+    handler (timeout, async, command)."""
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
         "--scope",
@@ -202,6 +194,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"(default: the {EMIT_NAME} installed with agentwatch)",
     )
 
+    return where, which, handler
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `hooks install|uninstall|print` to the `agentwatch` command line."""
+    hooks = subparsers.add_parser(
+        "hooks",
+        help="register agentwatch's hook with Claude Code, Codex CLI and Gemini CLI",
+        description="Write, remove or show agentwatch's hook registration in the coding agents' own files: "
+        "Claude Code's settings.json, Codex CLI's hooks.json (and the hooks' trust in its config.toml), "
+        "Gemini CLI's settings.json.",
+    )
+    actions = hooks.add_subparsers(dest="hooks_action", metavar="ACTION", required=True)
+
+    where, which, handler = _common_options()
     install_p = actions.add_parser(
         "install", parents=[where, which, handler], help="register the hook on every event (idempotent)"
     )
