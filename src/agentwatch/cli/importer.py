@@ -244,7 +244,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     done = run_import(roots)
     print(
         f"imported {done.usage:,} API messages and {done.costs:,} cost states from {done.done_files:,} "
-        f"logs in {time.monotonic() - started:.1f}s; `agentwatch cost` shows them once the store "
+        f"transcripts in {time.monotonic() - started:.1f}s; `agentwatch cost` shows them once the store "
         "has them (an API message already stored stays counted once)"
     )
     return 0
