@@ -466,7 +466,7 @@ class AgentwatchApp(App[None]):
 
     @on(Input.Changed, "#filter")
     def filter_changed(self, event: Input.Changed) -> None:
-        parts: dict[str, str] = {"agent": "", "tool": "", "event": ""}
+        parts: dict[str, str] = {"agent": "", "tool": "", "event": "", "harness": ""}
         words = []
         for word in event.value.split():
             key, sep, value = word.partition(":")
@@ -474,9 +474,7 @@ class AgentwatchApp(App[None]):
                 parts[key] = value
             else:
                 words.append(word)
-        self.filter = FeedFilter(
-            agent=parts["agent"], tool=parts["tool"], event=parts["event"], text=" ".join(words)
-        )
+        self.filter = FeedFilter(**parts, text=" ".join(words))
         self._dirty = True
         self.repaint()
 
