@@ -309,3 +309,48 @@ def test_no_secret_variable_reaches_the_bus_or_the_store(
         parameters={"k": FAKE_KEY},
     ).result_rows[0][0]
     assert found == 0
+
+
+@pytest.mark.parametrize(("harness", "logs"), [("codex", CODEX_LOGS), ("gemini", GEMINI_LOGS)])
+def test_import_reads_each_clis_logs_as_the_hook_does(
+    harness: str, logs: Path, bus: NatsServer, tmp_path: Path
+) -> None:
+    """`agentwatch import` on a folder of Codex rollouts or Gemini chats: each session's tokens, as
+    the CLI counts them, under the names the hook gives its agents."""
+    collector = Collector(bus.url)
+    try:
+        env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=bus.url)
+        result = run_cli("import", str(logs), env=env)
+        assert result.returncode == 0, result.stderr
+        messages = collector.settle(1.0)
+    finally:
+        collector.close()
+    usage = [json.loads(m.data) for m in messages]
+    assert (
+        usage
+        and {u["kind"] for u in usage} == {"usage"}
+        and {u["harness"] for u in usage} == {HARNESS[harness]}
+    )
+    totals: dict[str, Counter[str]] = defaultdict(Counter)
+    for u in usage:
+        totals[u["session_id"]]["input"] += u["input_tokens"] + u["cache_read_input_tokens"]
+        totals[u["session_id"]]["output"] += u["output_tokens"]
+    expected = json.loads((logs / "expected-usage.json").read_text())["sessions"]
+    for session, want in expected.items():
+        tokens = want["session_log"]["tokens"]
+        if harness == "codex":
+            assert (totals[session]["input"], totals[session]["output"]) == (
+                tokens["input_tokens"], tokens["output_tokens"]
+            ), want["scenario"]  # fmt: skip
+        else:
+            assert (totals[session]["input"], totals[session]["output"]) == (
+                tokens["input"], tokens["output"] + tokens["thoughts"]
+            ), want["scenario"]  # fmt: skip
+    agents = {u["agent"] for u in usage}
+    if harness == "codex":
+        assert {"main-3ab8f6ab", "default-763e6a6b"} <= agents
+    else:
+        invoke = next(
+            r for r in harness_payloads("gemini") if r["payload"].get("tool_name") == "invoke_agent"
+        )
+        assert gemini_subagent(invoke["payload"]["session_id"], invoke["payload"]["tool_input"]) in agents
