@@ -202,3 +202,44 @@ def test_the_keys_of_agentwatchs_handlers_are_codexs() -> None:
         "/h/hooks.json:pre_tool_use:1:0",
         "/h/hooks.json:session_end:0:0",
     ]
+
+
+def test_install_then_uninstall_gives_each_file_back_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's hooks.json and config.toml and Gemini's settings.json, each with the user's own
+    content in its own style: install adds, uninstall takes out exactly that."""
+    codex_home, gemini_home = tmp_path / "codex", tmp_path / "gemini"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(gemini_home))
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    files = {
+        codex_home
+        / "hooks.json": '{\n    "hooks": {\n        "Stop": [\n            {\n                "hooks": [\n'
+        '                    {"type": "command", "command": "notify-send done", "timeout": 2}\n'
+        "                ]\n            }\n        ]\n    }\n}\n",
+        codex_home / "config.toml": CONFIG
+        + '\n[hooks.state."/elsewhere:stop:0:0"]\ntrusted_hash = "sha256:ff"\n',
+        gemini_home / ".gemini" / "settings.json": '{"theme": "Default", "general": {"vimMode": true}}',
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    command = "/opt/venv/bin/agentwatch-emit"
+    done = registration.install_codex(command, 5, dry_run=False)
+    assert "NOT TRUSTED YET" in done.lines[1]
+    registration.install_gemini(command, 5, dry_run=False)
+    hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
+    assert len(hooks["Stop"]) == 2 and hooks["Stop"][0]["hooks"][0]["command"] == "notify-send done"
+    keys = codex_trust.our_keys(codex_home / "hooks.json", {"hooks": hooks})
+    config = codex_home / "config.toml"
+    config.write_text(
+        codex_trust.trusted_text(config.read_text(), config, dict.fromkeys(keys, "sha256:01"), [])
+    )
+    assert config.read_text().count("sha256:01") == 14
+    assert (
+        registration.uninstall_codex(dry_run=False).lines[1].startswith("Codex CLI: removed the trust of 14")
+    )
+    registration.uninstall_gemini(dry_run=False)
+    for path, text in files.items():
+        assert path.read_text() == text, path
