@@ -78,8 +78,12 @@ async def connect(
     try:
         await refuse_plain_servers(url, timeout)
         await _first_connect(nc, opts, tried_all, timeout * len(opts["servers"]) + 2)
-    except Exception as exc:
+    except asyncio.CancelledError:
         with contextlib.suppress(Exception):  # what the attempts left open
+            await nc.close()
+        raise
+    except Exception as exc:
+        with contextlib.suppress(Exception):
             await nc.close()
         # What the client met on the way (a refused password, a TLS failure) says more than the
         # connect's own timeout or "no servers available" at the end of it.
