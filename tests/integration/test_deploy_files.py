@@ -385,7 +385,9 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
     grantable: dict[str, set[str]] = {"VIEW": set(), "TABLE": set()}
     indexed: set[str] = set()
     for grant in grants(users, "agentwatch_store"):
-        index = re.fullmatch(r"GRANT ALTER ADD INDEX, ALTER MATERIALIZE INDEX ON agentwatch\.(\w+)", grant.strip())
+        index = re.fullmatch(
+            r"GRANT ALTER ADD INDEX, ALTER MATERIALIZE INDEX ON agentwatch\.(\w+)", grant.strip()
+        )
         if index:
             indexed.add(index.group(1))
         elif grant not in database_wide:
