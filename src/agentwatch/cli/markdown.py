@@ -6,11 +6,11 @@ with its tools, time, tokens and cost, and a table of its events; the events out
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from agentwatch.format import duration, money, one_line
+from agentwatch.format import duration, money, one_line, tool_counts
 
 if TYPE_CHECKING:
     from agentwatch.cli.export import Progress
@@ -26,12 +26,6 @@ def _cell(text: Any) -> str:
     return one_line(text, 300).replace("|", "\\|")
 
 
-def tools_line(tools: Iterable[str]) -> str:
-    """`Bash ×3, Read, Edit ×2`: the tools of a turn in the order first used."""
-    counts = Counter(tools)
-    return ", ".join(f"{tool} ×{n}" if n > 1 else tool for tool, n in counts.items())
-
-
 def turn_heading(number: int, turn: dict[str, Any]) -> str:
     prompt = one_line(turn.get("prompt"), 120) or "(no prompt: a message or a resumed turn)"
     return f"## Turn {number}: {prompt}"
@@ -42,7 +36,7 @@ def turn_facts(turn: dict[str, Any]) -> str:
     facts = [
         f"{_time(turn['started'])} UTC",
         f"wall {duration(turn['wall_ms'])}",
-        f"{turn['tool_calls']} tool calls" + (f" ({tools_line(turn['tools'])})" if turn["tools"] else ""),
+        f"{turn['tool_calls']} tool calls" + (f" ({tool_counts(turn['tools'])})" if turn["tools"] else ""),
         f"{turn['failed']} failed",
         f"tools took {duration(turn['tool_ms'])}",
         f"{turn['subagents']} subagents",

@@ -48,7 +48,7 @@ FROM
         arrayMap(c -> c.2, arraySort(groupArrayIf((timestamp, tool_name), event = 'PreToolUse'))) AS tools,
         countIf(event = 'PreToolUse') AS tool_calls,
         countIf(event IN ('PostToolUseFailure', 'PermissionDenied')) AS failed,
-        toInt64(sumIf(coalesce(duration_ms, 0), event IN ('PostToolUse', 'PostToolUseFailure'))) AS tool_ms,
+        sumIf(duration_ms, event IN ('PostToolUse', 'PostToolUseFailure')) AS tool_ms,
         countIf(event = 'SubagentStart') AS subagents,
         countIf(event = 'PreToolUse' AND tool_name = 'SendMessage') AS messages
     FROM (SELECT * FROM events WHERE session_id = {session:String} AND prompt_id != '' LIMIT 1 BY id)
@@ -122,7 +122,8 @@ def session_events(
 def session_turns(session_id: str) -> Query:
     """One row per turn (prompt_id) of the session, oldest first: its first and last event and the
     milliseconds between (wall_ms), its prompt's line, the agents and events in it, its tools in
-    order, tool_calls, failed (failed or denied calls), tool_ms (the calls' own reported time),
+    order, tool_calls, failed (failed or denied calls), tool_ms (the calls' own reported time; NULL
+    when none reported one),
     subagents started, messages sent, and its API messages, tokens and cost (NULL: unpriced)."""
     where = "session_id = {session:String}"
     usage = TURN_USAGE_SQL.format(events_where=where, usage_where=where)
