@@ -23,7 +23,7 @@ from agentwatch.format import clock
 from agentwatch.tui.alerts_view import Alerts
 from agentwatch.tui.common import Line, Palette
 from agentwatch.tui.costs import Costs
-from agentwatch.tui.layout import ROSTER_COLUMNS
+from agentwatch.tui.layout import COMPACT_ROSTER_COLUMNS
 from agentwatch.tui.model import Feed, FeedLine, envelope_time
 from agentwatch.tui.roster import Agent, Roster
 from agentwatch.tui.status import roster_cells
@@ -115,7 +115,7 @@ class ReplayScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#replay-roster-pane").border_title = "agents, as they were"
         self.query_one("#replay-feed-pane").border_title = "events"
-        self.query_one("#replay-roster", Table).set_columns(ROSTER_COLUMNS)
+        self.query_one("#replay-roster", Table).set_columns(COMPACT_ROSTER_COLUMNS)
         self.query_one("#replay-feed", Table).set_columns(
             [("time", 8), ("agent", 20), ("event", 18), ("text", None)]
         )
@@ -143,7 +143,7 @@ class ReplayScreen(Screen[None]):
         self.query_one("#replay-feed", Table).set_rows(r.feed.lines(), self._feed_cells, follow=True)
 
     def _roster_cells(self, row: tuple[int, Agent]) -> list[Cell]:
-        keys = [name for name, _ in ROSTER_COLUMNS]
+        keys = [name for name, _ in COMPACT_ROSTER_COLUMNS]
         return roster_cells(row, self.replay.now, self.palette, self._costs, self._alerts, keys)
 
     def _feed_cells(self, line: FeedLine) -> list[Cell]:

@@ -29,8 +29,8 @@ from agentwatch.tui.store_screen import StoreScreen, table
 
 # Events one page holds at most (the replay plays these); a longer session says so.
 EVENTS_MAX = 20_000
-TURN_COLUMNS = ("#", "start", "prompt", "tools", "calls", "failed", "tool time", "subs", "msgs",
-                "tokens", "cost", "wall")  # fmt: skip
+TURN_COLUMNS = ("#", "start", "calls", "failed", "tool time", "subs", "msgs", "tokens", "cost", "wall",
+                "prompt", "tools")  # fmt: skip
 
 
 @dataclass
@@ -73,8 +73,6 @@ def turn_cells(number: int, turn: dict[str, Any]) -> tuple[Any, ...]:
     return (
         str(number),
         f"{turn['started']:%H:%M:%S}",
-        one_line(turn["prompt"], 60) or "(no prompt)",
-        tool_counts(turn["tools"]),
         str(turn["tool_calls"]),
         Text(str(failed), style="bold red" if failed else ""),
         duration(turn["tool_ms"]),
@@ -83,6 +81,8 @@ def turn_cells(number: int, turn: dict[str, Any]) -> tuple[Any, ...]:
         f"{tokens:,}",
         money(turn["cost_usd"], tokens),
         duration(turn["wall_ms"]),
+        one_line(turn["prompt"], 60) or "(no prompt)",
+        tool_counts(turn["tools"]),
     )
 
 
@@ -163,7 +163,7 @@ class SessionScreen(StoreScreen):
 
     def _paint_head(self) -> None:
         d, turns = self.answer.details, self.answer.turns
-        head = Text(f"session {self.session_id}", style="bold")
+        head = Text(f"session {self.session_id[:8]}", style="bold")
         if d:
             tokens = int(d.get("tokens") or 0)
             facts = [
@@ -174,7 +174,7 @@ class SessionScreen(StoreScreen):
                 f"{tokens:,} tokens {money(d.get('cost_usd'), tokens)}" if tokens else "no cost read",
                 f"outcome {d.get('outcome') or '?'}",
             ]
-            head.append("   " + " · ".join(f for f in facts if f), style="dim")
+            head.append("  " + " · ".join(f for f in facts if f), style="dim")
         if self.answer.more:
             head.append(f"   (the first {EVENTS_MAX:,} events)", style="dim")
         self.say(head)
