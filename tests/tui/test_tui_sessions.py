@@ -78,15 +78,17 @@ def expected_turns(client: Client, session: str) -> list[list[str]]:
     its prompt_id, and the API messages of the session from its first event to the next turn's."""
     turns = sql(
         client,
-        "SELECT prompt_id, min(timestamp) AS started, dateDiff('millisecond', min(timestamp), max(timestamp)) "
-        "AS wall_ms, anyIf(text, event = 'UserPromptSubmit') AS prompt, "
+        "SELECT prompt_id, min(timestamp) AS started, "
+        "dateDiff('millisecond', min(timestamp), max(timestamp)) AS wall_ms, "
+        "anyIf(text, event = 'UserPromptSubmit') AS prompt, "
         "arrayMap(c -> c.2, arraySort(groupArrayIf((timestamp, tool_name), event = 'PreToolUse'))) AS tools, "
         "countIf(event = 'PreToolUse') AS calls, "
         "countIf(event IN ('PostToolUseFailure', 'PermissionDenied')) AS failed, "
         "sumIf(duration_ms, event IN ('PostToolUse', 'PostToolUseFailure')) AS tool_ms, "
         "countIf(event = 'SubagentStart') AS subs, "
         "countIf(event = 'PreToolUse' AND tool_name = 'SendMessage') AS msgs "
-        "FROM events FINAL WHERE session_id = {s:String} AND prompt_id != '' GROUP BY prompt_id ORDER BY started",
+        "FROM events FINAL WHERE session_id = {s:String} AND prompt_id != '' "
+        "GROUP BY prompt_id ORDER BY started",
         s=session,
     )
     messages = sql(
@@ -107,8 +109,8 @@ def expected_turns(client: Client, session: str) -> list[list[str]]:
         cost = sum(float(m["cost_usd"]) for m in mine) if mine else None
         rows.append(
             [str(i + 1), f"{turn['started']:%H:%M:%S}", str(turn["calls"]), str(turn["failed"]),
-             duration(turn["tool_ms"]), str(turn["subs"]), str(turn["msgs"]), f"{tokens:,}", money(cost, tokens),
-             duration(turn["wall_ms"]), turn["prompt"], tool_counts(turn["tools"])]
+             duration(turn["tool_ms"]), str(turn["subs"]), str(turn["msgs"]), f"{tokens:,}",
+             money(cost, tokens), duration(turn["wall_ms"]), turn["prompt"], tool_counts(turn["tools"])]
         )  # fmt: skip
     return rows
 
@@ -158,8 +160,9 @@ async def test_the_turns_on_screen_are_the_sql_figures(store: Client, session: s
         assert want and any(row[7] != "0" for row in want), "the fixture has tokens in its turns"
         assert cells(page.query_one("#session-turns", DataTable)) == want
         # The turn under the cursor lists its events: every one of its prompt_id.
+        first = page.answer.turns[0]["prompt_id"]
         (n,) = sql(store, "SELECT count() AS n FROM events FINAL WHERE session_id = {s:String} "
-                          "AND prompt_id = {p:String}", s=session, p=page.answer.turns[0]["prompt_id"])  # fmt: skip
+                          "AND prompt_id = {p:String}", s=session, p=first)  # fmt: skip
         assert page.query_one("#turn-events", DataTable).row_count == n["n"]
         (total,) = sql(
             store, "SELECT count() AS n FROM events FINAL WHERE session_id = {s:String}", s=session

@@ -183,7 +183,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             else:
                 from agentwatch.cli.markdown import write_markdown
 
-                written = write_markdown(source, answers, target, progress)
+                written = write_markdown(source, answers, target, progress.add)
         finally:
             if target is not sys.stdout.buffer:
                 target.close()

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from agentwatch.format import duration, money, one_line, tool_counts
 
 if TYPE_CHECKING:
-    from agentwatch.cli.export import Progress
     from agentwatch.cli.sources import History
     from agentwatch.store.answer import Answer
 
@@ -81,7 +80,9 @@ def session_markdown(session: str, events: list[dict[str, Any]], turns: list[dic
     return lines
 
 
-def write_markdown(history: History, answers: Iterator[Answer], out: BinaryIO, progress: Progress) -> int:
+def write_markdown(
+    history: History, answers: Iterator[Answer], out: BinaryIO, read: Callable[[int], None]
+) -> int:
     """Every session of the export, one after the other (an export by time may hold many)."""
     from agentwatch.store import session_queries
 
@@ -91,7 +92,7 @@ def write_markdown(history: History, answers: Iterator[Answer], out: BinaryIO, p
         for row in answer.dicts():
             sessions[str(row.get("session_id") or "")].append(row)
         n += len(answer.rows)
-        progress.add(len(answer.rows))
+        read(len(answer.rows))
     for session, events in sessions.items():
         turns = history.query(*session_queries.session_turns(session)).dicts() if session else []
         out.write(("\n".join(session_markdown(session, events, turns)) + "\n").encode())
