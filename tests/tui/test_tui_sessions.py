@@ -235,3 +235,26 @@ def test_replay_snapshot(snap_compare: Any, store: Client) -> None:
         await asyncio.sleep(0.2)
 
     assert snap_compare(dashboard(store), terminal_size=(160, 40), run_before=replay_six)
+
+
+async def test_bookkeeping_is_folded_out_of_the_feed_until_asked_for() -> None:
+    """PostToolBatch (and the other bookkeeping events) are not in the default feed; b shows them."""
+    base = {"session_id": BUSY, "cwd": "/repo"}
+    payloads = [
+        {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
+         "tool_use_id": "toolu_1"},
+        {**base, "hook_event_name": "PostToolBatch", "tool_calls": [{"tool_name": "Bash", "tool_use_id": "toolu_1"}]},
+        {**base, "hook_event_name": "CwdChanged", "old_cwd": "/repo", "new_cwd": "/repo/sub"},
+    ]  # fmt: skip
+    envelopes = [
+        env for p in payloads for _, env in envelopes_from_stdin(json.dumps(p).encode(), {}, host="h")
+    ]
+    app = AgentwatchApp(FakeLive(envelopes))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: len(app.feed) == 3, "events in")
+        await pilot.pause(0.3)
+        assert [line.event for line in app._feed_lines] == ["PreToolUse"]
+        await pilot.press("b")
+        await pilot.pause(0.5)
+        assert [line.event for line in app._feed_lines] == ["PreToolUse", "PostToolBatch", "CwdChanged"]
+        assert [line.text for line in app._feed_lines][1:] == ["1 tool call done: Bash", "cd /repo/sub"]
