@@ -243,7 +243,8 @@ async def test_bookkeeping_is_folded_out_of_the_feed_until_asked_for() -> None:
     payloads = [
         {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
          "tool_use_id": "toolu_1"},
-        {**base, "hook_event_name": "PostToolBatch", "tool_calls": [{"tool_name": "Bash", "tool_use_id": "toolu_1"}]},
+        {**base, "hook_event_name": "PostToolBatch",
+         "tool_calls": [{"tool_name": "Bash", "tool_use_id": "toolu_1"}]},
         {**base, "hook_event_name": "CwdChanged", "old_cwd": "/repo", "new_cwd": "/repo/sub"},
     ]  # fmt: skip
     envelopes = [
