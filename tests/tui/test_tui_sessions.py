@@ -259,3 +259,34 @@ async def test_bookkeeping_is_folded_out_of_the_feed_until_asked_for() -> None:
         await pilot.pause(0.5)
         assert [line.event for line in app._feed_lines] == ["PreToolUse", "PostToolBatch", "CwdChanged"]
         assert [line.text for line in app._feed_lines][1:] == ["1 tool call done: Bash", "cd /repo/sub"]
+
+
+async def test_the_cost_view_is_the_stores(store: Client) -> None:
+    """c: by model over all time equals SQL over `usage`; the costliest turn first, with its share
+    of everything spent."""
+    from agentwatch.tui.cost_view import CostScreen
+
+    app = dashboard(store)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, CostScreen) and app.screen.loaded, "cost view")
+        view = app.screen
+        assert isinstance(view, CostScreen)
+        while view.window != "all":
+            view.loaded = False
+            await pilot.press("w")
+            await until(pilot, lambda: view.loaded, "cost view, next window")
+        by_model = sql(store, "SELECT model, sum(cost_usd) AS usd FROM usage FINAL GROUP BY model")
+        shown = {row[0]: row[3] for row in cells(view.query_one("#cost-by-model", DataTable))}
+        assert shown == {r["model"]: money(r["usd"]) for r in by_model}
+        turns = [float(t["cost_usd"]) for t in view.answer.turns]
+        assert turns == sorted(turns, reverse=True) and len(turns) >= 5
+        (total,) = sql(store, "SELECT sum(cost_usd) AS usd FROM usage FINAL")
+        first = view.answer.turns[0]
+        assert first["share_pct"] == round(100 * float(first["cost_usd"]) / float(total["usd"]), 1)
+        # The costliest turn is the one plain SQL finds (tests above: a turn's usage is by time).
+        best = max(
+            ((s, row) for s, *_ in transcript_sessions() for row in expected_turns(store, s)),
+            key=lambda found: float(found[1][8].lstrip("$") or 0),
+        )
+        assert (first["session_id"], money(first["cost_usd"])) == (best[0], best[1][8])
