@@ -70,6 +70,11 @@ def pages(history: History, session: str, since: str, page: int = PAGE) -> Itera
     while True:
         query = session_queries.export_page(session, since, after, page)
         answer = history.query(query.sql, query.params, max_rows=page)
+        if not answer.rows and answer.truncated:
+            raise CliError(
+                f"the event after {after[0]} UTC is larger than one reply of the query service: export "
+                "from the ClickHouse server itself (AGENTWATCH_CLICKHOUSE_URL), or with --since after it"
+            )
         if not answer.rows:
             return
         yield answer
@@ -196,6 +201,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         source.close()
     if args.output not in (None, "-"):
         print(f"{written:,} events written to {args.output}", file=sys.stderr)
+    if written < total:  # only a store that lost rows meanwhile (retention) writes fewer
+        print(
+            f"agentwatch: {total - written:,} of {total:,} events were gone before they were read",
+            file=sys.stderr,
+        )
     return 0
 
 
