@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from agentwatch import __version__
 from agentwatch.cli import (
     alerts,
+    ask,
     cost,
     coverage,
     demo,
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         search,
         export,
         alerts,
+        ask,
         importer,
         tui,
         web,
