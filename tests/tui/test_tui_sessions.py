@@ -175,10 +175,11 @@ async def test_the_replay_plays_the_session_through_the_live_views(store: Client
     async with app.run_test(size=(200, 50)) as pilot:
         page = await open_session(pilot, BUSY)
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ReplayScreen), "replay")
+        await until(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.is_mounted, "replay")
         replay = app.screen
         assert isinstance(replay, ReplayScreen)
-        await pilot.press("space")  # paused
+        await pilot.press("space")  # it plays from the start: now paused
+        assert not replay.playing
         await pilot.press("0")
         for _ in range(3):
             await pilot.press("n")
@@ -230,7 +231,11 @@ def test_replay_snapshot(snap_compare: Any, store: Client) -> None:
     async def replay_six(pilot: Any) -> None:
         await open_session(pilot, BUSY)
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(pilot.app.screen, ReplayScreen), "replay")
+        await until(
+            pilot,
+            lambda: isinstance(pilot.app.screen, ReplayScreen) and pilot.app.screen.is_mounted,
+            "replay",
+        )
         await pilot.press("space", "0", *("n" * 6))
         await asyncio.sleep(0.2)
 
