@@ -37,6 +37,7 @@ from agentwatch.format import clock
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui import truth
+from agentwatch.tui.actions import HISTORY_BINDINGS, HistoryActions
 from agentwatch.tui.alerts_view import Alerts, AlertsScreen, is_alert
 from agentwatch.tui.commands import system_commands
 from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Pacer, Palette
@@ -78,7 +79,7 @@ DARK, LIGHT = "textual-dark", "textual-light"
 COST_AFTER_USAGE_SECONDS = 1.0
 
 
-class AgentwatchApp(App[None]):
+class AgentwatchApp(HistoryActions, App[None]):
     """The dashboard. Sources come in through the constructor (tests pass fakes)."""
 
     TITLE = "agentwatch"
@@ -91,6 +92,7 @@ class AgentwatchApp(App[None]):
         Binding("t", "team", "Team", tooltip="who messaged whom, tasks, idle teammates"),
         Binding("exclamation_mark", "alerts", "Alerts", tooltip="open and recent alerts; Enter: the agent"),
         Binding("h", "tools", "Tools", tooltip="durations and failure rates of tools, sessions (from SQL)"),
+        *HISTORY_BINDINGS,
         Binding(
             "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
         ),
@@ -466,17 +468,7 @@ class AgentwatchApp(App[None]):
 
     @on(Input.Changed, "#filter")
     def filter_changed(self, event: Input.Changed) -> None:
-        parts: dict[str, str] = {"agent": "", "tool": "", "event": ""}
-        words = []
-        for word in event.value.split():
-            key, sep, value = word.partition(":")
-            if sep and key in parts:
-                parts[key] = value
-            else:
-                words.append(word)
-        self.filter = FeedFilter(
-            agent=parts["agent"], tool=parts["tool"], event=parts["event"], text=" ".join(words)
-        )
+        self.filter = FeedFilter.parse(event.value, self.filter.bookkeeping)
         self._dirty = True
         self.repaint()
 
@@ -594,5 +586,5 @@ class AgentwatchApp(App[None]):
         from agentwatch.tui.tools_view import ToolsScreen
 
         screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
-                   ("Tools and history", ToolsScreen.BINDINGS)]  # fmt: skip
+                   ("Tools and history", ToolsScreen.BINDINGS), *self.history_help()]  # fmt: skip
         self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS], screens))
