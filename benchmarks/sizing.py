@@ -2,7 +2,7 @@
 JetStream disk per million events, measured on real envelopes.
 
 - ClickHouse: N envelopes (default 50,000; the captured Claude Code payloads of the test fixtures
-  through the contract code, as benchmarks/store_bench.py builds them) inserted into a fresh embedded
+  through the contract code) inserted into a fresh embedded
   chDB with the store's own code (`apply_migrations`, then `insert_batch` in batches of 20,000 like
   the store), `OPTIMIZE TABLE ... FINAL`, then the compressed and uncompressed bytes of the active
   parts (`system.parts`) and of each column (`system.columns`).
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import json
 import os
 import random
 import subprocess
@@ -38,11 +39,26 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import orjson  # noqa: E402
 
-from store_bench import build_messages, free_port  # noqa: E402
+from agentwatch.contract import encode_envelope, envelopes_from_stdin  # noqa: E402
+from store_bench import free_port  # noqa: E402
 
 BIN = Path(sys.executable).parent
+CAPTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.330-captures.jsonl"
 MSG_PREFIX = "genie.msg."
 BATCH = 20_000
+
+
+def build_messages(n: int) -> list[tuple[str, str, bytes]]:
+    """(subject, id, body) of `n` envelopes: the captured payloads through the contract code."""
+    payloads = [json.loads(line)["payload"] for line in CAPTURES.read_text().splitlines() if line.strip()]
+    out: list[tuple[str, str, bytes]] = []
+    i = 0
+    while len(out) < n:
+        raw = json.dumps(payloads[i % len(payloads)]).encode()
+        i += 1
+        for subject, env in envelopes_from_stdin(raw, {}, host="bench"):
+            out.append((subject, env["id"], encode_envelope(env)))
+    return out[:n]
 
 
 def heavy_envelope(n: int) -> bytes:

@@ -2,14 +2,17 @@
 how they are shown to a person.
 
 Standard library only: the hook reads its configuration through this module, so it imports
-nothing and builds nothing costly at import time (no dataclasses, no enum, no re).
+nothing and builds nothing costly at import time (no dataclasses, no enum, no re, and not even
+`os`, whose import builds the collections ABCs: a tenth of the interpreter's own start-up; the
+`posix` functions behind it are built in, and `os` is imported only off the hook's path).
 Each `AGENTWATCH_*` / `GENIE_*` variable the code reads is a `Setting` in SETTINGS; a test keeps
 the README's tables and the code's reads in step with it.
 """
 
 from __future__ import annotations
 
-import os
+import posix
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,11 +78,23 @@ SETTINGS: tuple[Setting, ...] = (
             "deliveries before JetStream gives up on a message (it is then dead-lettered)"),
     Setting("AGENTWATCH_ALERT_WEBHOOK_URL", "unset", "collector",
             "POST each alert change as JSON to this URL"),
+    Setting("AGENTWATCH_ALERT_WEBHOOK_SECRET", "unset", "collector",
+            "sign the webhook's requests with this secret (HMAC-SHA256 in X-Agentwatch-Signature)"),
+    Setting("AGENTWATCH_ALERT_URLS", "unset", "collector",
+            "Apprise URLs (slack://, discord://, ntfy://, mailto://, ...): each alert change to each"),
     Setting("AGENTWATCH_ALERT_SLACK_URL", "unset", "collector",
-            "a Slack-compatible incoming webhook for each alert change (one line of text)"),
+            "an older setting: one more of AGENTWATCH_ALERT_URLS (Slack's webhook URL works as it is)"),
     Setting("AGENTWATCH_ALERT_SINK_TIMEOUT", "5", "collector", "seconds a sink's POST may take"),
     Setting("AGENTWATCH_ALERT_SINK_ATTEMPTS", "4", "collector",
             "tries per delivery when a sink answers 5xx or 429 or cannot be reached"),
+    Setting("AGENTWATCH_METRICS_ADDR", "127.0.0.1:9464", "collector",
+            "where /metrics (Prometheus) listens: host:port, or off"),
+    Setting("AGENTWATCH_OTLP_ADDR", "127.0.0.1:4318", "collector",
+            "where the OTLP/HTTP receiver for Claude Code's telemetry listens: host:port, or off"),
+    Setting("AGENTWATCH_OTLP_TOKEN", "unset", "collector",
+            "the bearer token OTLP requests must carry; required when the receiver is beyond loopback"),
+    Setting("AGENTWATCH_OTLP_MAX_BYTES", "8388608 (8 MiB)", "collector",
+            "an OTLP request body larger than this (sent or unzipped) is refused with 413"),
     Setting("AGENTWATCH_ALERTS_FILE", "<data dir>/alerts.toml", "collector",
             "the alert rules (TOML; a commented default is written on first start)"),
     Setting("AGENTWATCH_ALERTS_REPLAY_SECONDS", "3600", "collector",
@@ -102,49 +117,103 @@ SETTINGS: tuple[Setting, ...] = (
 NAMES = frozenset(s.name for s in SETTINGS)
 
 
-def data_dir(environ: Mapping[str, str] = os.environ) -> str:
+def environ_now() -> Mapping[str, str]:
+    """os.environ where os is loaded (it may have changed since the start); else the environment
+    the process started with, decoded as os.environ decodes it, without loading os."""
+    loaded = sys.modules.get("os")
+    if loaded is not None:
+        return loaded.environ  # type: ignore[no-any-return]
+    encoding = sys.getfilesystemencoding()
+    return {
+        k.decode(encoding, "surrogateescape"): v.decode(encoding, "surrogateescape")
+        for k, v in posix.environ.items()
+    }
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    if environ is not None:
+        return environ
+    import os
+
+    return os.environ
+
+
+def _join(head: str, tail: str) -> str:
+    """os.path.join for a relative `tail`."""
+    return head + tail if not head or head.endswith("/") else f"{head}/{tail}"
+
+
+def _absolute(path: str) -> str:
+    """os.path.abspath(os.path.expanduser(path)); os is loaded only for a path that is not
+    already absolute and normal (the hook's is)."""
+    dotted = f"{path}/"
+    if path.startswith("/") and "//" not in path and "/./" not in dotted and "/../" not in dotted:
+        return path.rstrip("/") or "/"
+    import os
+
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _home() -> str:
+    """os.path.expanduser("~"): $HOME, else the password database (through os)."""
+    home = posix.environ.get(b"HOME")
+    if home:
+        return home.decode(sys.getfilesystemencoding(), "surrogateescape").rstrip("/") or "/"
+    import os
+
+    return os.path.expanduser("~")
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> str:
     """AGENTWATCH_DATA_DIR, else $XDG_DATA_HOME/agentwatch, else ~/.local/share/agentwatch."""
+    environ = _environ(environ)
     explicit = environ.get("AGENTWATCH_DATA_DIR")
     if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
-    xdg = environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(xdg, "agentwatch")
+        return _absolute(explicit)
+    xdg = environ.get("XDG_DATA_HOME") or _join(_join(_home(), ".local"), "share")
+    return _join(xdg, "agentwatch")
 
 
-def config_dir(environ: Mapping[str, str] = os.environ) -> str:
+def config_dir(environ: Mapping[str, str] | None = None) -> str:
     """AGENTWATCH_CONFIG_DIR, else $XDG_CONFIG_HOME/agentwatch, else ~/.config/agentwatch."""
+    environ = _environ(environ)
     explicit = environ.get("AGENTWATCH_CONFIG_DIR")
     if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
-    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(xdg, "agentwatch")
+        return _absolute(explicit)
+    xdg = environ.get("XDG_CONFIG_HOME") or _join(_home(), ".config")
+    return _join(xdg, "agentwatch")
 
 
 def ensure_dir(path: str) -> str:
+    import os
+
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 
-def nats_url(environ: Mapping[str, str] = os.environ) -> str:
+def nats_url(environ: Mapping[str, str] | None = None) -> str:
     """AGENTWATCH_NATS_URL, else genie's GENIE_NATS_URL, else the local default."""
+    environ = _environ(environ)
     source = nats_url_source(environ)
     return DEFAULT_NATS_URL if source == "default" else environ[source].strip()
 
 
-def nats_url_source(environ: Mapping[str, str] = os.environ) -> str:
+def nats_url_source(environ: Mapping[str, str] | None = None) -> str:
     """Which variable nats_url() took its value from, or 'default'."""
+    environ = _environ(environ)
     for name in ("AGENTWATCH_NATS_URL", "GENIE_NATS_URL"):
         if environ.get(name, "").strip():
             return name
     return "default"
 
 
-def clickhouse_url(environ: Mapping[str, str] = os.environ) -> str:
+def clickhouse_url(environ: Mapping[str, str] | None = None) -> str:
     """AGENTWATCH_CLICKHOUSE_URL, else `chdb://<data dir>/clickhouse`."""
+    environ = _environ(environ)
     url = environ.get("AGENTWATCH_CLICKHOUSE_URL", "").strip()
     if url:
         return url
-    return "chdb://" + os.path.join(data_dir(environ), "clickhouse")
+    return "chdb://" + _join(data_dir(environ), "clickhouse")
 
 
 def is_embedded(clickhouse: str) -> bool:
@@ -173,6 +242,23 @@ def number(environ: Mapping[str, str], name: str, default: int) -> int:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+def listen_address(environ: Mapping[str, str], name: str, default: str) -> tuple[str, int] | None:
+    """A listener's `host:port` setting (`[::1]:9464`; `:9464` for every interface) as (host,
+    port); None for `off`. ValueError names the setting when it cannot be read."""
+    text = environ.get(name, "").strip()
+    value = text or default
+    if value.lower() in ("off", "0", "none"):
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{name}={text!r}: give host:port ({default}), or off")
+    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - only when asked for (`:port`)
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 # --- URLs ---------------------------------------------------------------------------------------
@@ -279,9 +365,10 @@ def display_urls(url: str) -> str:
         return "<unparsable NATS URL>"
 
 
-def nats_options(url: str, environ: Mapping[str, str] = os.environ, *, name: str) -> dict[str, Any]:
+def nats_options(url: str, environ: Mapping[str, str] | None = None, *, name: str) -> dict[str, Any]:
     """nats-py connect options (also what FastStream's NatsBroker takes) for the bus at `url`:
     every connection agentwatch makes with nats-py is built from these."""
+    environ = _environ(environ)
     servers = parse_urls(url)
     opts: dict[str, Any] = {"servers": [s.plain() for s in servers], "name": name}
     first = servers[0]

@@ -13,7 +13,7 @@ them to every hook event; see SUBJECTS below and the README's "Wire contract".
 
 from __future__ import annotations
 
-import os
+import posix  # os.urandom without os: see config.py
 import time
 
 from agentwatch.jsonfast import JSONError, dumpb, loads
@@ -183,7 +183,7 @@ def new_event_id(now: float | None = None) -> str:
     Lexical order is time order, so ids sort like the events they name.
     """
     ms = int((time.time() if now is None else now) * 1000)
-    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    value = (ms << 80) | int.from_bytes(posix.urandom(10), "big")
     chars = []
     for _ in range(26):
         chars.append(_CROCKFORD[value & 31])

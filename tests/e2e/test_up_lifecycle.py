@@ -1,11 +1,16 @@
-"""`agentwatch up --dashboard --demo N`, the README's main command, in a real pseudo-terminal.
+"""`agentwatch up` started and stopped as people do it.
 
-The pipeline (nats-server, store, query service) and the demo run as children; the dashboard
-shows their traffic; `q` quits the dashboard and stops every child, after the last batch is stored.
+`up --dashboard --demo N`, the README's main command, in a real pseudo-terminal: the pipeline
+(nats-server, store, query service) and the demo run as children; the dashboard shows their
+traffic; `q` quits the dashboard and stops every child, after the last batch is stored. A closed
+terminal and a kill stop it without leaving its nats-server behind; Ctrl-C under traffic leaves
+nothing in flight.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import pty
 import re
@@ -13,10 +18,16 @@ import select
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
-from tests.conftest import clean_env, free_port, tool
+import nats
+
+from agentwatch.contract import encode_envelope, envelopes_from_stdin
+from tests.conftest import CAPTURES, clean_env, free_port, load_fixture_file, run_cli, tool
+from tests.integration.test_store import Service
+from tests.services import NatsServer
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 
@@ -137,3 +148,98 @@ def test_nats_server_does_not_outlive_a_killed_up(tmp_path: Path) -> None:
     assert _gone(data), f"nats-server left running after up was killed: {_nats_children(data)}"
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+class Traffic:
+    """Hook envelopes (captured payloads through the contract, fresh ids) published at `rate` per
+    second from a thread of its own, each through JetStream: `stored_by_stream` holds the ids the
+    stream acknowledged, with the time it did."""
+
+    def __init__(self, url: str, rate: float) -> None:
+        self.url = url
+        self.rate = rate
+        self.stored_by_stream: list[tuple[str, float]] = []
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+        self._thread.start()
+
+    async def _run(self) -> None:
+        payloads = [json.dumps(rec["payload"]).encode() for rec in load_fixture_file(CAPTURES)]
+        nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+        js = nc.jetstream()
+        started = time.monotonic()
+        sent = 0
+        try:
+            while not self._stop.is_set():
+                for subject, env in envelopes_from_stdin(payloads[sent % len(payloads)], {}, host="traffic"):
+                    try:
+                        await js.publish(subject, encode_envelope(env), headers={"Nats-Msg-Id": env["id"]})
+                    except Exception:
+                        self.failures += 1
+                        continue
+                    self.stored_by_stream.append((env["id"], time.time()))
+                sent += 1
+                await asyncio.sleep(max(0.0, started + sent / self.rate - time.monotonic()))
+        finally:
+            await nc.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def _in_flight(env: dict[str, str]) -> tuple[int, str]:
+    """What `agentwatch status` says the store's consumer has in flight (with all it printed; it
+    exits 1 while no store answers queries)."""
+    status = run_cli("status", env=env)
+    found = re.search(r"agentwatch-store: [\d,]+ waiting, ([\d,]+) in flight", status.stdout)
+    assert found, status.stdout
+    return int(found[1].replace(",", "")), status.stdout
+
+
+def _stored(env: dict[str, str], ids: list[str]) -> int:
+    """How many of `ids` are stored, as events or as messages (genie.msg.*). The query goes on
+    stdin: thousands of ids are more than one argument may hold."""
+    listed = ",".join(f"'{i}'" for i in ids)  # ULIDs made by the contract: nothing to quote
+    both = "SELECT id FROM events UNION ALL SELECT id FROM messages"
+    query = f"SELECT uniqExact(id) AS n FROM ({both}) WHERE id IN ({listed})"  # noqa: S608
+    result = subprocess.run([tool("agentwatch"), "sql", "-", "--format", "json"], input=query, env=env,
+                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return int(json.loads(result.stdout)[0]["n"])
+
+
+def test_up_stopped_under_traffic_leaves_nothing_in_flight(nats_server: NatsServer, tmp_path: Path) -> None:
+    """Ctrl-C of `up` while events arrive at 200 per second: what the store had fetched is written
+    and acknowledged before it exits, so `status` shows nothing in flight (what the next start
+    finds) and every event the stream held before the stop is stored within seconds of the
+    restart, not after the ack wait (30 s). The bus is a server of the test's own, so it is there
+    between the two runs and the traffic goes on."""
+    env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=nats_server.url)
+    traffic = Traffic(nats_server.url, rate=200)
+    try:
+        up = Service(["up"], env)
+        up.wait_ready()
+        time.sleep(6)
+        code, output = up.stop(signal.SIGINT)
+        stopped = time.time()
+        assert code == 0 and "stopped:" in output, output
+        in_flight, said = _in_flight(env)
+        assert in_flight == 0, said
+        held = [event_id for event_id, at in traffic.stored_by_stream if at <= stopped]
+        assert len(held) > 1000
+        again = Service(["up"], env)
+        try:
+            again.wait_ready()
+            restarted = time.monotonic()
+            while (count := _stored(env, held)) < len(held) and time.monotonic() - restarted < 20:
+                time.sleep(0.2)
+            took = time.monotonic() - restarted
+        finally:
+            again.stop(signal.SIGINT)
+    finally:
+        traffic.stop()
+    assert count == len(held), f"{len(held) - count} of {len(held)} events not stored 20 s after the restart"
+    assert took < 5, f"the events held before the stop took {took:.1f}s to be stored after the restart"
+    assert traffic.failures == 0

@@ -18,7 +18,7 @@ import pytest
 from clickhouse_connect.driver.client import Client
 from faststream.nats import NatsBroker
 
-from agentwatch.bus.streams import ensure_stream
+from agentwatch.bus.streams import STREAM_NAME, ensure_stream, store_consumer_config
 from agentwatch.consumers.alerts import Watchdog, alerts_router
 from agentwatch.consumers.store import StoreWriter, store_router
 from agentwatch.contract import build_envelope, encode_envelope
@@ -89,10 +89,11 @@ class Bus:
 
 @asynccontextmanager
 async def watched(
-    url: str, client: Client, rules: Path, *, default: bool = False
+    url: str, client: Client, rules: Path, *, default: bool = False, store: bool = True
 ) -> AsyncIterator[tuple[Bus, Watchdog]]:
-    """The store and the watchdog in this process, and a subscriber on agentwatch.alert.>; the
-    rules file has small thresholds unless `default` (then the service writes its own)."""
+    """The store and the watchdog in this process (`store=False`: the watchdog alone), and a
+    subscriber on agentwatch.alert.>; the rules file has small thresholds unless `default` (then
+    the service writes its own)."""
     if not rules.exists() and not default:
         rules.write_text(FAST_RULES)
     nc = await nats.connect(url)
@@ -108,7 +109,8 @@ async def watched(
         client, {"AGENTWATCH_ALERTS_FILE": str(rules), "AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS": "1"}
     )
     broker = NatsBroker(url, logger=None)
-    broker.include_router(store_router(writer))
+    if store:
+        broker.include_router(store_router(writer))
     broker.include_router(alerts_router(watchdog))
     await broker.start()
     writer.start()
@@ -281,6 +283,38 @@ async def test_restart_neither_loses_nor_repeats(nats_server: NatsServer, ch: Cl
     assert len(rows) == 3
     still = ch.query("SELECT JSONExtractString(details, 'tool_use_id') FROM open_alerts").result_rows
     assert still == [("k2",)]
+
+
+async def test_rebuild_takes_what_it_saw_and_the_store_had_not_written(
+    nats_server: NatsServer, ch: Client, tmp_path: Path
+) -> None:
+    """The store behind (here: not running at all) when the watchdog stops: the events it had seen
+    are not in the store yet, but the stream holds them; the loop they began still fires when
+    the watchdog is back and the call is repeated once more."""
+    rules = tmp_path / "rules.toml"
+    nc = await nats.connect(nats_server.url)
+    await ensure_stream(nc.jetstream(), {})
+    await nc.jetstream().add_consumer(STREAM_NAME, store_consumer_config({}))  # a store, behind
+    await nc.close()
+    call: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": "make"}}
+
+    def repeat(i: int) -> list[tuple[str, bytes]]:
+        return [envelope("PreToolUse", tool_use_id=f"m{i}", **call),
+                envelope("PostToolUseFailure", tool_use_id=f"m{i}", error="exit 2", **call)]  # fmt: skip
+
+    async with watched(nats_server.url, ch, rules, store=False) as (bus, watchdog):
+        await bus.send(*[e for i in range(3) for e in repeat(i)])
+        for _ in range(200):
+            if watchdog.observed >= 6:
+                break
+            await asyncio.sleep(0.05)
+        assert watchdog.observed == 6 and not bus.alerts
+    assert ch.query("SELECT count() FROM events").result_rows == [(0,)]
+    async with watched(nats_server.url, ch, rules, store=False) as (bus, _):
+        await bus.send(*repeat(3))
+        alerts = await bus.wait(fired("loop"))
+    loop = next(a for a in alerts if a["rule"] == "loop")
+    assert loop["details"]["failed"] is True
 
 
 async def test_budget_skips_without_costs_then_fires(

@@ -125,6 +125,8 @@ LATER_VIEWS = (
     "VIEW IF NOT EXISTS team_edges", "OR REPLACE VIEW session_costs", "OR REPLACE VIEW agent_costs",
     "OR REPLACE VIEW cost_daily",
 )  # fmt: skip
+OTEL_TABLES = ("otel_logs", "otel_metrics", "otel_spans")
+OTEL_VIEWS = ("hook_runs", "api_requests", "otel_metric_totals")
 ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
 
@@ -230,6 +232,22 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"DROP TABLE IF EXISTS cost_by_agent_local {ON_CLUSTER} SYNC;",
         f"CREATE OR REPLACE VIEW agents {ON_CLUSTER} AS",
         f"CREATE OR REPLACE VIEW agent_costs {ON_CLUSTER} AS",
+        # 014: Claude Code's OpenTelemetry records, sharded by their ids, and the views over them.
+        *(
+            line
+            for table in OTEL_TABLES
+            for line in (
+                f"CREATE TABLE IF NOT EXISTS {table}_local {ON_CLUSTER}",
+                f"CREATE TABLE IF NOT EXISTS {table} {ON_CLUSTER} AS {table}_local",
+            )
+        ),
+        *(f"CREATE VIEW IF NOT EXISTS {view} {ON_CLUSTER} AS" for view in OTEL_VIEWS),
+        # 015: the search's text indexes, on the tables that hold the rows (not the Distributed);
+        # building them for the rows stored before is left out, like a backfill.
+        f"ALTER TABLE events_local {ON_CLUSTER} ADD INDEX IF NOT EXISTS idx_text_words text TYPE "
+        "text(tokenizer = splitByNonAlpha, preprocessor = lower(text));",
+        f"ALTER TABLE events_local {ON_CLUSTER} ADD INDEX IF NOT EXISTS idx_data_words data TYPE "
+        "text(tokenizer = splitByNonAlpha, preprocessor = lower(data));",
     ]
 
 
@@ -263,6 +281,9 @@ def test_the_output_splits_like_a_migration() -> None:
         + 3
         + 4
         + 15
+        + 2 * len(OTEL_TABLES)
+        + len(OTEL_VIEWS)
+        + 2  # 015_search: two indexes, on events_local
     )
     assert all(ON_CLUSTER in s for s in statements)
 

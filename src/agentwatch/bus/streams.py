@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as FetchTimeout
 from nats.js.api import AckPolicy as JsAckPolicy
 from nats.js.api import ConsumerConfig, DeliverPolicy, DiscardPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
@@ -113,6 +117,61 @@ async def ensure_watchdog_consumer(js: JetStreamContext, environ: Mapping[str, s
         await js.consumer_info(STREAM_NAME, ALERTS_DURABLE)
     except NotFoundError:
         await js.add_consumer(STREAM_NAME, alerts_consumer_config(environ))
+
+
+async def seen_not_stored(js: JetStreamContext) -> tuple[int, int]:
+    """(first, last): the stream sequences the watchdog's durable was delivered and the store's
+    had not acknowledged (so perhaps not written yet). Empty (first > last) when either durable
+    is not there."""
+    try:
+        store = await js.consumer_info(STREAM_NAME, STORE_DURABLE)
+        watchdog = await js.consumer_info(STREAM_NAME, ALERTS_DURABLE)
+    except NotFoundError:
+        return 1, 0
+    return int(store.ack_floor.stream_seq or 0) + 1, int(watchdog.delivered.stream_seq or 0)
+
+
+async def read_range(
+    js: JetStreamContext, first: int, last: int, *, since: float | None = None, batch: int = 1000
+) -> list[Msg]:
+    """The GENIE messages of stream sequences first..last that the stream still holds, in order,
+    through an ephemeral consumer of its own (deleted after); with `since` (a Unix time), none
+    the stream took before it: a store days behind does not make this read days of messages."""
+    if last < first:
+        return []
+    config = ConsumerConfig(
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=first,
+        ack_policy=JsAckPolicy.NONE,
+        inactive_threshold=30.0,
+        mem_storage=True,
+    )
+    if since is not None:
+        with contextlib.suppress(NotFoundError):
+            head = await js.get_msg(STREAM_NAME, first, next=True)
+            if head.time is not None and head.time.timestamp() < since:
+                config.deliver_policy, config.opt_start_seq = DeliverPolicy.BY_START_TIME, None
+                config.opt_start_time = datetime.fromtimestamp(since, tz=UTC)
+    psub = await js.pull_subscribe(ALL_SUBJECTS, stream=STREAM_NAME, config=config)
+    out: list[Msg] = []
+    try:
+        while True:
+            try:
+                msgs = await psub.fetch(batch, timeout=2.0)
+            except FetchTimeout:
+                return out  # nothing more in the stream
+            for msg in msgs:
+                meta = msg.metadata
+                if meta.sequence.stream > last:
+                    return out
+                if meta.sequence.stream >= first:
+                    out.append(msg)
+                if meta.sequence.stream == last or meta.num_pending == 0:
+                    return out
+    finally:
+        await psub.unsubscribe()
+        with contextlib.suppress(Exception):  # an ephemeral consumer goes by itself when idle
+            await js.delete_consumer(STREAM_NAME, str(config.name))
 
 
 async def prepare_stream(

@@ -7,9 +7,11 @@ in the `alerts` table and offered to the webhook sinks.
 
 On start it rebuilds its state from the store: the alerts open when it stopped (open_alerts) are
 taken as firing, so they are not fired again, and the last `AGENTWATCH_ALERTS_REPLAY_SECONDS` of
-events are replayed into the engine without publishing; the first tick then resolves what
-cleared meanwhile. An alert fired again after a crash between publishing and storing has the
-same id and state, so the bus and the table keep one copy.
+events are replayed into the engine without publishing: the stored ones, and the ones its durable
+had been delivered that the store had not acknowledged (killed, stopped before it fetched them,
+or behind), read back from the GENIE stream; live events wait until the replay is done. The
+first tick then resolves what cleared meanwhile. An alert fired again after a crash between
+publishing and storing has the same id and state, so the bus and the table keep one copy.
 
 The rules come from a TOML file (AGENTWATCH_ALERTS_FILE, default `alerts.toml` in the data dir,
 written with every default commented on first start), read again when it changes; a file that
@@ -24,6 +26,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +41,7 @@ from agentwatch.bus.fastpull import ack_all
 from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
 from agentwatch.consumers.sinks import Sinks
 from agentwatch.consumers.store import _batch_as_is, _raw_batch
-from agentwatch.contract import ALL_SUBJECTS
+from agentwatch.contract import ALL_SUBJECTS, is_usage_subject
 from agentwatch.store import queries
 from agentwatch.store.writes import insert_alerts
 
@@ -71,6 +74,7 @@ class Watchdog:
         self._sinks: Sinks | None = None
         self._unsent: list[Json] = []
         self._task: asyncio.Task[None] | None = None
+        self._rebuilt = asyncio.Event()  # live events wait for the rebuild (it replays older ones)
         self.published = 0
         self.observed = 0
 
@@ -101,7 +105,10 @@ class Watchdog:
         self._broker = broker
         self._sinks = Sinks.from_settings()
         self.load_rules()
-        await self._restore()
+        try:
+            await self._restore()
+        finally:
+            self._rebuilt.set()
         self._task = asyncio.create_task(self._ticker(), name="agentwatch-alerts")
 
     async def stop(self) -> None:
@@ -129,8 +136,34 @@ class Watchdog:
         for env in events:
             env["data"] = _object(env.get("data"))
             env["timestamp"] = _iso(env.get("timestamp"))
-            self.engine.observe(env)
+        events.extend(await self._seen_not_stored(time.time() - seconds))
+        events.sort(key=lambda env: (_epoch(env.get("timestamp")), str(env.get("id", ""))))
+        for env in events:
+            self.engine.observe(env)  # (an event in both lists is taken once: the engine knows its id)
         await self._poll_costs()
+
+    async def _seen_not_stored(self, since: float) -> list[Json]:
+        """The envelopes of the window this watchdog's durable was delivered and the store had not
+        acknowledged when they last ran (stopped at once, killed, or the store behind): the stream
+        still holds them, the store's query does not have them yet."""
+        try:
+            js: Any = self._broker.config.connection_state.stream if self._broker else None
+            first, last = await bus.seen_not_stored(js)
+            msgs = await bus.read_range(js, first, last, since=since)
+        except Exception as exc:  # the bus busy or away: the rebuild has the store's events only
+            log.warning("alerts: could not read back from the stream (%s)", exc)
+            return []
+        out: list[Json] = []
+        for msg in msgs:
+            if is_usage_subject(msg.subject):
+                continue
+            try:
+                env = orjson.loads(msg.data)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(env, dict) and _epoch(env.get("timestamp")) >= since:
+                out.append(env)
+        return out
 
     async def _poll_costs(self) -> None:
         if not self.engine.rules["budget"].enabled:
@@ -161,16 +194,24 @@ class Watchdog:
     # -- intake and output ---------------------------------------------------------------------
 
     async def take(self, msgs: list[Msg]) -> None:
-        """A fetched batch of envelopes: into the engine, then acknowledged."""
+        """A fetched batch of envelopes: into the engine (once its state is rebuilt: the replay
+        of older events comes first), then acknowledged; the alerts an event completed (a loop, a
+        failure burst) are published at once, not at the next tick."""
+        if not self._rebuilt.is_set():
+            await self._rebuilt.wait()
+        fired: list[Json] = []
+        now = time.time()
         for msg in msgs:
             try:
                 env = orjson.loads(msg.data)
             except orjson.JSONDecodeError:
                 continue  # the store dead-letters it; nothing to watch
             if isinstance(env, dict):
-                self.engine.observe(env, time.time())
+                fired += self.engine.take(env, now)
                 self.observed += 1
         await ack_all(msgs)
+        if fired:
+            await self.publish(fired)
 
     async def publish(self, changes: list[Json]) -> None:
         """On the bus (retried next tick while it fails), then in the table and to the sinks."""
@@ -214,6 +255,14 @@ def _object(value: object) -> Json:
     except orjson.JSONDecodeError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def _epoch(value: object) -> float:
+    """Seconds since the epoch of an ISO-8601 timestamp (0 when it is not one)."""
+    try:
+        return datetime.fromisoformat(str(value)).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _iso(value: object) -> str:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from agentwatch import agents
 from agentwatch.agents import AgentKey
 from agentwatch.format import utc_seconds
@@ -44,6 +46,8 @@ SEVERITIES = ("info", "warning", "critical")
 # What the agent state machine (agentwatch.agents) says of an agent, as the rules read it: in a
 # turn (working on it, thinking, asking), or resting (its turn over, failed, stopped).
 RESTING = frozenset({agents.IDLE, agents.FAILED, agents.STOPPED})
+# Rules whose condition an event completes: they fire on that event (Engine.take), not on a tick.
+EVENT_RULES = ("loop", "failure_burst")
 
 
 class RulesError(ValueError):
@@ -185,7 +189,20 @@ class AgentState:
     repeats: int = 0
     repeat_since: float = 0.0
     results: deque[tuple[float, bool]] = field(default_factory=lambda: deque(maxlen=512))  # (when, failed)
+    failures: int = 0  # of `results`, the failed ones (kept as results come and go: no scan per tick)
+    calls: set[str] = field(default_factory=set)  # its open tool calls (tool_use_id)
     waiting: Open | None = None
+
+
+def _fingerprint(value: object) -> str:
+    """A tool call's input as one canonical string (keys sorted), to tell the same call again."""
+    try:
+        return orjson.dumps(value, option=_CANONICAL, default=str)[:4000].decode("utf-8", "replace")
+    except TypeError:  # a value orjson cannot take (an integer beyond 64 bits): slower, same idea
+        return json.dumps(value, sort_keys=True, default=str)[:4000]
+
+
+_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 def _subject(key: AgentKey) -> str:
@@ -305,26 +322,31 @@ class Engine:
         if event == "PreToolUse" and tool:
             if use_id and len(self.calls) < self.MAX_CALLS:
                 self.calls[use_id] = (t, tool, key)
-            call = tool + " " + json.dumps(data.get("tool_input"), sort_keys=True, default=str)[:4000]
+                state.calls.add(use_id)
+            call = tool + " " + _fingerprint(data.get("tool_input"))
             if call == state.call:
                 state.repeats += 1
             else:
                 state.call, state.repeats, state.repeat_since, state.call_failed = call, 1, t, False
         elif event in ("PostToolUse", "PostToolUseFailure"):
             started = self.calls.pop(use_id, None)
+            state.calls.discard(use_id)
             if started is not None and event == "PostToolUse":
                 history = self.durations.setdefault(
                     started[1], deque(maxlen=int(self.rules["stuck_tool"]["history"]))
                 )
                 history.append(max(0.0, t - started[0]))
+            if len(state.results) == state.results.maxlen and state.results[0][1]:
+                state.failures -= 1
             state.results.append((t, event == "PostToolUseFailure"))
+            state.failures += event == "PostToolUseFailure"
             if event == "PostToolUseFailure":
                 state.call_failed = True
 
     def _forget_calls(self, state: AgentState) -> None:
-        key = state.key
-        for use_id in [u for u, (_, _, k) in self.calls.items() if k == key]:
-            del self.calls[use_id]
+        for use_id in state.calls:
+            self.calls.pop(use_id, None)
+        state.calls.clear()
 
     # -- evaluation ----------------------------------------------------------------------------
 
@@ -397,7 +419,7 @@ class Engine:
     def _agent_conditions(self, s: AgentState, now: float) -> list[Open]:
         r = self.rules
         found = []
-        busy = any(k == s.key for _, _, k in self.calls.values())
+        busy = bool(s.calls)
         if s.working and not busy and s.waiting is None and now - s.last > r["silent_agent"]["after_s"]:
             found.append(
                 self._open(
@@ -424,8 +446,10 @@ class Engine:
         window = r["failure_burst"]["window_s"]
         # A burst is many failures that are also most of what the agent tried: a busy agent whose
         # calls mostly work is not in trouble because it made many of them.
-        inside = [(t, failed) for t, failed in s.results if now - t <= window]
-        recent = sum(1 for _, failed in inside if failed)
+        while s.results and now - s.results[0][0] > window:  # older than any window asks: gone
+            s.failures -= s.results.popleft()[1]
+        inside = s.results
+        recent = s.failures
         if recent >= r["failure_burst"]["failures"] and recent >= r["failure_burst"]["min_share"] * len(
             inside
         ):
@@ -488,6 +512,47 @@ class Engine:
                 found.append(o)
         return found
 
+    def take(self, env: Mapping[str, Any], now: float) -> list[Json]:
+        """One event envelope, and the alerts it completes at once: a rule whose condition an event
+        completes (EVENT_RULES: a loop, a failure burst) fires on that event, not at the next tick.
+        The time-based rules wait for `tick`, which also resolves."""
+        self.observe(env, now)
+        state = self.agents.get(agents.key_of(env))
+        if state is None or state.last < now - 60:  # a replayed or late event: the tick decides
+            return []
+        changes = []
+        on = {name for name in EVENT_RULES if self.rules[name].enabled}
+        for o in self._agent_conditions(state, now):
+            if o.rule in on and (alert := self._fire(o, now)) is not None:
+                changes.append(alert)
+        return changes
+
+    def _fire(self, o: Open, now: float) -> Json | None:
+        """The firing alert of a condition that holds, unless it fires already or cools down."""
+        key = o.key
+        if key in self.firing:
+            return None
+        rule = self.rules[o.rule]
+        if now - self.resolved_at.get(key, -math.inf) < rule.cooldown_s:
+            return None
+        since = o.since or now
+        alert = {
+            "id": alert_id(o.rule, key, since),
+            "rule": o.rule,
+            "severity": rule.severity,
+            "state": "firing",
+            "agent": o.agent,
+            "team": o.team,
+            "session_id": o.session_id,
+            "host": o.host,
+            "summary": o.summary,
+            "details": {**o.details, "key": key},
+            "since": iso(since),
+            "at": iso(now),
+        }
+        self.firing[key] = alert
+        return alert
+
     def tick(self, now: float) -> list[Json]:
         """Fire what newly holds, resolve what no longer does."""
         holding = {o.key: o for o in self.conditions(now)}
@@ -497,29 +562,9 @@ class Engine:
                 del self.firing[key]
                 self.resolved_at[key] = now
                 changes.append({**alert, "state": "resolved", "at": iso(now)})
-        for key, o in holding.items():
-            if key in self.firing:
-                continue
-            rule = self.rules[o.rule]
-            if now - self.resolved_at.get(key, -math.inf) < rule.cooldown_s:
-                continue
-            since = o.since or now
-            alert = {
-                "id": alert_id(o.rule, key, since),
-                "rule": o.rule,
-                "severity": rule.severity,
-                "state": "firing",
-                "agent": o.agent,
-                "team": o.team,
-                "session_id": o.session_id,
-                "host": o.host,
-                "summary": o.summary,
-                "details": {**o.details, "key": key},
-                "since": iso(since),
-                "at": iso(now),
-            }
-            self.firing[key] = alert
-            changes.append(alert)
+        for o in holding.values():
+            if (fired := self._fire(o, now)) is not None:
+                changes.append(fired)
         if len(self.resolved_at) > self.MAX_CALLS:
             for key in sorted(self.resolved_at, key=self.resolved_at.__getitem__)[
                 : len(self.resolved_at) // 2

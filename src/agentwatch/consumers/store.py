@@ -22,6 +22,7 @@ inserted into `usage` and `cost_states`, keyed so that a message read or sent tw
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -36,7 +37,7 @@ from faststream.nats.message import NatsBatchMessage
 from nats.aio.msg import Msg
 
 from agentwatch.bus import streams as bus
-from agentwatch.bus.fastpull import ack_all
+from agentwatch.bus.fastpull import ack_all, nak_all
 from agentwatch.contract import (
     ALL_SUBJECTS,
     MESSAGE_SUBJECTS,
@@ -59,6 +60,11 @@ _MSG_PREFIX = MESSAGE_SUBJECTS[:-1]  # "genie.msg."
 _DATA_ERROR_CODES = frozenset(
     {6, 25, 26, 27, 32, 33, 38, 41, 53, 62, 69, 70, 72, 73, 75, 76, 117, 130, 131, 134, 135, 252, 349, 488}
 )
+# Messages the store's pull subscriber asks for at a time.
+FETCH_BATCH = 5000
+# Messages the writer holds (fetched, not yet acknowledged): with the one pull request open,
+# below the consumer's max_ack_pending, so JetStream never holds the store at its limit.
+MAX_HELD = bus.MAX_ACK_PENDING - 2 * FETCH_BATCH
 
 
 @dataclass
@@ -107,7 +113,7 @@ class StoreWriter:
         *,
         batch_rows: int = 20_000,
         flush_seconds: float = 0.2,
-        queue_batches: int = 8,
+        max_held: int = MAX_HELD,
         insert: Callable[..., None] = insert_batch,
         insert_usage_rows: Callable[..., None] = insert_usage,
         retry_max_seconds: float = 30.0,
@@ -115,21 +121,31 @@ class StoreWriter:
         self.client = client
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
+        self.max_held = max_held
         self.stats = StoreStats()
         self._insert = insert
         self._insert_usage = insert_usage_rows
         self._retry_max = retry_max_seconds
-        self._queue: asyncio.Queue[list[Msg]] = asyncio.Queue(maxsize=queue_batches)
+        self._queue: asyncio.Queue[list[Msg]] = asyncio.Queue()  # bounded by `max_held`
+        self._held = 0  # messages submitted and not yet acknowledged (or given up on)
+        self._room = asyncio.Event()
+        self._writing: list[Msg] = []
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
 
     # -- intake ------------------------------------------------------------------------------
 
     async def submit(self, msgs: Sequence[Msg]) -> None:
-        """Queue a fetched batch; waits when the writer is behind (bounded memory)."""
-        if msgs:
-            self.stats.received += len(msgs)
-            await self._queue.put(list(msgs))
+        """Queue a fetched batch; waits while the writer holds `max_held` messages (bounded
+        memory, and the consumer's ack-pending count stays below its limit)."""
+        if not msgs:
+            return
+        self.stats.received += len(msgs)
+        while self._held and self._held + len(msgs) > self.max_held:
+            self._room.clear()
+            await self._room.wait()
+        self._held += len(msgs)
+        self._queue.put_nowait(list(msgs))
 
     @property
     def backlog(self) -> int:
@@ -141,12 +157,26 @@ class StoreWriter:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="agentwatch-store-writer")
 
-    async def stop(self) -> None:
-        """Write what was queued, then end."""
+    async def stop(self, timeout: float | None = None) -> bool:
+        """Write and acknowledge what was queued, then end. After `timeout` seconds (ClickHouse
+        away) what is still unwritten is handed back to JetStream (a nak: delivered again at
+        once to the next store) and the writer ends. True when everything was written."""
         self._stopping = True
-        await self._queue.put([])  # wake the writer
-        if self._task is not None:
-            await self._task
+        self._queue.put_nowait([])  # wake the writer
+        if self._task is None:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except TimeoutError:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            left = [*self._writing, *(m for batch in self._queue._queue for m in batch)]  # type: ignore[attr-defined]
+            log.warning("store stopped with %d messages unwritten; JetStream delivers them again", len(left))
+            with contextlib.suppress(Exception):  # the bus away too: redelivered after the ack wait
+                await nak_all(left)
+            return False
+        return True
 
     async def _run(self) -> None:
         while True:
@@ -165,11 +195,15 @@ class StoreWriter:
                 except TimeoutError:
                     break
             if batch:
+                self._writing = batch
                 try:
                     await self.write(batch)
                 except Exception as exc:  # never let the writer die: the messages stay unacked
                     log.exception("store batch failed; its messages will be redelivered")
                     self.stats.last_error = str(exc)[:300]
+                self._writing = []
+                self._held -= len(batch)
+                self._room.set()
             if self._stopping and self._queue.empty():
                 return
 
@@ -381,7 +415,9 @@ async def _raw_batch(msg: Any) -> Any:
     return msg.body
 
 
-def store_router(writer: StoreWriter, *, fetch_batch: int = 5000, fetch_timeout: float = 0.2) -> NatsRouter:
+def store_router(
+    writer: StoreWriter, *, fetch_batch: int = FETCH_BATCH, fetch_timeout: float = 0.2
+) -> NatsRouter:
     """The store's FastStream subscriber: a durable JetStream pull consumer with manual acks."""
     from agentwatch.bus import fastpull
 

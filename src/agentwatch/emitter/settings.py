@@ -2,8 +2,9 @@
 
 Claude Code reads hooks from `settings.json` files that people also edit by hand and that other
 tools write into, so every change here is a merge: agentwatch only ever adds or removes its own
-handlers (command handlers whose first shell word is named `agentwatch-emit`) and leaves every
-other key, event, matcher group and handler as it found them, in the same order.
+handlers (command handlers whose first shell word is named `agentwatch-emit`, or that start it as
+`hook_command` does) and leaves every other key, event, matcher group and handler as it found
+them, in the same order.
 
 A file that cannot be read back exactly (invalid JSON, or JSON with comments, which Claude Code
 tolerates in some files) is refused and left byte-for-byte untouched: rewriting it would silently
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.contract import HOOK_EVENTS
-from agentwatch.emitter import jsonedit, settingsfile
+from agentwatch.emitter import jsonedit, settingsfile, telemetry
 
 Json = dict[str, Any]
 
@@ -76,18 +77,51 @@ def settings_path(scope: str = DEFAULT_SCOPE, project_dir: Path | str | None = N
     raise SettingsError(f"unknown scope {scope!r}: choose one of {', '.join(SCOPES)}")
 
 
+# The command registered for an installed agentwatch-emit (see hook_command). The shell that runs
+# it ignores the stop signals before it starts Python: a SIGTERM that comes while the interpreter
+# starts (tens of ms on a loaded machine) would kill the hook with its event unread. An ignored
+# signal stays ignored across exec, until the script's first line installs the hook's handlers.
+LAUNCH = "trap '' HUP INT TERM; exec "
+# Python without `site` and isolated from the user's PYTHON* variables: the script puts its own
+# package on sys.path (src/agentwatch/scripts/agentwatch-emit).
+LAUNCH_FLAGS = "-IS"
+
+
+def hook_command(script: str) -> str:
+    """The command that runs the agentwatch-emit at `script` for Claude Code: its interpreter (the
+    script's `#!` line, written by pip) started with LAUNCH_FLAGS behind LAUNCH; just the script
+    when its first line names no Python."""
+    python = _interpreter(script)
+    if python is None:
+        return shlex.quote(script)
+    return LAUNCH + shlex.join([python, LAUNCH_FLAGS, script])
+
+
+def _interpreter(script: str) -> str | None:
+    """The Python that `script`'s `#!` line names, when it is one existing file (pip's form)."""
+    try:
+        with open(script, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+    if len(words) != 1 or not os.path.isabs(words[0]) or not os.path.isfile(words[0]):
+        return None
+    return words[0] if os.path.basename(words[0]).startswith(("python", "pypy")) else None
+
+
 def default_command() -> str:
-    """The shell-quoted absolute path of the agentwatch-emit that belongs to this installation.
+    """The command (see hook_command) of the agentwatch-emit that belongs to this installation.
 
     The one next to the running interpreter comes first: it is the one installed with this very
     package, whereas PATH may lead to another environment's copy.
     """
     beside = Path(sys.executable).parent / EMIT_NAME
     if beside.is_file():
-        return shlex.quote(os.path.abspath(beside))
+        return hook_command(os.path.abspath(beside))
     found = shutil.which(EMIT_NAME)
     if found:
-        return shlex.quote(os.path.abspath(found))
+        return hook_command(os.path.abspath(found))
     raise SettingsError(
         f"cannot find {EMIT_NAME} (looked next to {sys.executable} and on PATH); install agentwatch "
         f"in this environment or pass --command /path/to/{EMIT_NAME}"
@@ -98,11 +132,14 @@ def default_command() -> str:
 
 
 def is_agentwatch_command(command: str) -> bool:
-    """True when `command` runs agentwatch-emit; this is how our handlers are told from others."""
+    """True when `command` runs agentwatch-emit: its first word, or hook_command's form; this is
+    how our handlers are told from others."""
     try:
-        words = shlex.split(command)
+        words = shlex.split(command.removeprefix(LAUNCH))
     except ValueError:
         return False
+    if command.startswith(LAUNCH):
+        return len(words) == 3 and words[1] == LAUNCH_FLAGS and os.path.basename(words[2]) == EMIT_NAME
     return bool(words) and os.path.basename(words[0]) == EMIT_NAME
 
 
@@ -294,7 +331,7 @@ def _target(path: Path) -> Path:
 def _only_ours(path: Path) -> bool:
     """True for a settings file that holds nothing but agentwatch's handlers."""
     try:
-        return not strip(read_settings(path)[1])
+        return not telemetry.strip(strip(read_settings(path)[1]))
     except SettingsError:
         return False
 
@@ -321,14 +358,18 @@ def _remove_created(
     return _deleted(removed), None
 
 
-def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, str, str | None]:
+def _update(
+    path: Path, handler: Json | None, dry_run: bool, otel: str | None = None
+) -> tuple[int, str, str | None]:
     """Apply the change to the file: (events changed, what became of the file for the result
-    line, dry-run diff or None)."""
+    line, dry-run diff or None). `otel`: the endpoint Claude Code's telemetry goes to (install);
+    an uninstall takes the telemetry settings out."""
     target = _target(path)
     old_text, old = read_settings(target)
     try:
         new, changed = _apply(old, handler)
-    except SettingsError as exc:
+        new = telemetry.add(new, otel) if otel else telemetry.strip(new) if handler is None else new
+    except (SettingsError, telemetry.TelemetryConflict) as exc:
         raise SettingsError(
             f"{path}: {exc}; it was left untouched. Fix the file and run the command again."
         ) from exc
@@ -355,15 +396,18 @@ def install(
     timeout: int = DEFAULT_TIMEOUT,
     async_: bool = False,
     dry_run: bool = False,
+    otel: str | None = None,
 ) -> str:
-    """Register agentwatch-emit on every REGISTERED_EVENT in `path`; return the one-line result
-    (with `dry_run`, the diff that would be applied, or "no change")."""
-    changed, written, diff = _update(path, make_handler(command, timeout, async_), dry_run)
+    """Register agentwatch-emit on every REGISTERED_EVENT in `path`, and with `otel` (an OTLP
+    endpoint) Claude Code's telemetry settings in its `env`; return the one-line result (with
+    `dry_run`, the diff that would be applied, or "no change")."""
+    _, written, diff = _update(path, make_handler(command, timeout, async_), dry_run, otel)
     if diff is not None:
         return diff
-    if not changed:
-        return f"agentwatch hooks already installed in {path} (no change)"
-    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events in {path}{written}"
+    also = f", and Claude Code's telemetry to {otel}" if otel else ""
+    if not written:
+        return f"agentwatch hooks{also} already installed in {path} (no change)"
+    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events{also} in {path}{written}"
 
 
 def uninstall(path: Path, dry_run: bool = False) -> str:
@@ -373,6 +417,8 @@ def uninstall(path: Path, dry_run: bool = False) -> str:
     changed, written, diff = _update(path, None, dry_run)
     if diff is not None:
         return diff
-    if not changed:
+    if not written:
         return f"no agentwatch hooks in {path} (no change)"
+    if not changed:
+        return f"removed Claude Code's telemetry settings from {path}{written}"
     return f"removed agentwatch hooks from {changed} events in {path}{written}"

@@ -37,9 +37,10 @@ from agentwatch.format import clock
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui import truth
+from agentwatch.tui.actions import HISTORY_BINDINGS, HistoryActions
 from agentwatch.tui.alerts_view import Alerts, AlertsScreen, is_alert
 from agentwatch.tui.commands import system_commands
-from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Palette
+from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Pacer, Palette
 from agentwatch.tui.costs import Costs
 from agentwatch.tui.help import HelpScreen
 from agentwatch.tui.layout import (
@@ -68,15 +69,17 @@ FULL_COLLECTION_SECONDS = 20.0
 HISTORY_PATIENCE = 5.0
 # How often the store is asked again while it does not answer (a dashboard opened before `up`).
 HISTORY_RETRY_SECONDS = 3.0
+# The timer that moves ages on; new events are painted as they come (deliver), at most one
+# repaint per MIN_REPAINT_GAP or twice the last repaint's cost.
 REPAINT_SECONDS = 0.25
+MIN_REPAINT_GAP = 0.05
 SORTS = ("state", "recent", "name", "errors")
 DARK, LIGHT = "textual-dark", "textual-light"
 # Costs come with the store's answer (tui/truth.py), and are asked a second after usage arrives.
 COST_AFTER_USAGE_SECONDS = 1.0
-USAGE_KINDS = frozenset({"usage", "cost_state"})
 
 
-class AgentwatchApp(App[None]):
+class AgentwatchApp(HistoryActions, App[None]):
     """The dashboard. Sources come in through the constructor (tests pass fakes)."""
 
     TITLE = "agentwatch"
@@ -89,6 +92,7 @@ class AgentwatchApp(App[None]):
         Binding("t", "team", "Team", tooltip="who messaged whom, tasks, idle teammates"),
         Binding("exclamation_mark", "alerts", "Alerts", tooltip="open and recent alerts; Enter: the agent"),
         Binding("h", "tools", "Tools", tooltip="durations and failure rates of tools, sessions (from SQL)"),
+        *HISTORY_BINDINGS,
         Binding(
             "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
         ),
@@ -130,7 +134,8 @@ class AgentwatchApp(App[None]):
         self.refresh_seconds = refresh_seconds
         self.show_folded = self._truth_asked = self._truth_in_once = self._truth_due = False
         self.store_ok = history is None
-        self.events_total = 0
+        self.events_total, self._status_at = 0, 0.0
+        self._pacer = Pacer(MIN_REPAINT_GAP)
         self._palette: Palette | None = None
         self._palette_theme = ""
         self.filter = FeedFilter()
@@ -170,7 +175,7 @@ class AgentwatchApp(App[None]):
         self.query_one("#roster-pane").border_title = "agents"
         self.query_one("#feed-pane").border_title = "events"
         self._fit_layout()
-        self.set_interval(REPAINT_SECONDS, self.repaint)
+        self.set_interval(REPAINT_SECONDS, self._tick)
         self.run_live()
         if self.history is not None:
             self.refresh_truth()
@@ -194,10 +199,24 @@ class AgentwatchApp(App[None]):
     # -- data in -----------------------------------------------------------------------------
 
     def deliver(self, env: dict[str, Any] | bytes) -> None:
-        """From the live source: buffer only; the repaint timer applies it."""
+        """From the live source (on the app's event loop): buffer it, and have it painted now when
+        the screen is idle, else as soon as the last repaint's cost allows (a flood is coalesced)."""
         if len(self._pending) == self._pending.maxlen:
             self._dropped += 1
         self._pending.append(env)
+        wait = self._pacer.ask()
+        if wait is not None and wait > 0:
+            self.set_timer(wait, self._repaint_now)
+        elif wait is not None:
+            self.call_next(self._repaint_now)
+
+    def _repaint_now(self) -> None:
+        self._pacer.due = False
+        self.repaint()
+
+    def _tick(self) -> None:
+        self._pacer.ready = True  # laid out: a repaint now lands where it should
+        self.repaint()
 
     @property
     def waiting(self) -> int:
@@ -233,12 +252,7 @@ class AgentwatchApp(App[None]):
         """The store's answer in place of every figure, then the live events it does not hold."""
         self._truth_asked = False
         self.store_ok = True
-        self.unconfirmed.confirm(answer.stored)
-        self.roster.seed(answer.roster, answer.agents_total)
-        self.team.seed(answer.edges)
-        for env in self.unconfirmed.envelopes():
-            self.roster.apply(env, note=False)
-            self.team.apply(env)
+        truth.take(answer, self.roster, self.team, self.unconfirmed)
         self.alerts.load(answer.alerts)
         self.costs.update(answer.costs)
         self.events_total = answer.events_total
@@ -286,7 +300,7 @@ class AgentwatchApp(App[None]):
             if self.alerts.take(env) and self.alerts.bell:
                 self.bell()
             return
-        if env.get("kind") in USAGE_KINDS:
+        if env.get("kind") in truth.NOT_EVENTS:
             if not self._truth_due and self.history is not None:
                 self._truth_due = True
                 self.set_timer(COST_AFTER_USAGE_SECONDS, self.refresh_truth)
@@ -302,20 +316,7 @@ class AgentwatchApp(App[None]):
     def _apply_history(self, envelopes: list[dict[str, Any]]) -> None:
         """The stored recent events into the feed and the timelines (they count nothing: the
         store's answer has them), then what came live before them: the feed stays in time order."""
-        live = self.feed.lines()
-        if live:  # the history came late: the feed starts again from it
-            self.feed = Feed(self.feed.maxlen)
-        stored = set()
-        for env in envelopes:
-            if is_alert(env) or env.get("kind") in USAGE_KINDS:
-                continue
-            line = self.feed.add(FeedLine.of(env))
-            self.roster.apply(env, line, count=False)
-            self.team.apply(env, count=False)
-            stored.add(str(env.get("id", "")))
-        for line in live:
-            if str(line.envelope.get("id", "")) not in stored:
-                self.feed.add(line)
+        self.feed, stored = truth.take_history(envelopes, self.feed, self.roster, self.team)
         self._history_ids |= stored
         self.store_text = f"store: {len(envelopes)} recent events loaded"
         self._history_done = True
@@ -324,6 +325,13 @@ class AgentwatchApp(App[None]):
     # -- repaint -----------------------------------------------------------------------------
 
     def repaint(self) -> None:
+        started = time.monotonic()
+        try:
+            self._repaint()
+        finally:
+            self._pacer.painted(started)
+
+    def _repaint(self) -> None:
         drained = 0
         while self._pending and not self.paused and self._history_done:
             item = self._pending.popleft()
@@ -356,7 +364,8 @@ class AgentwatchApp(App[None]):
                 self._paint_feed()
             elif self.roster:
                 self._paint_roster()  # ages, running times and lost agents move on
-                self._paint_status()
+                if time.monotonic() - self._status_at >= 1.0:
+                    self._paint_status()
         except NoMatches:  # the app is closing: its timer outlived the live view's widgets
             return
 
@@ -403,6 +412,7 @@ class AgentwatchApp(App[None]):
         return self._palette
 
     def _paint_status(self) -> None:
+        self._status_at = time.monotonic()
         self._main_query("#status", Line).show(fit(live_segments(self), self.size.width))
 
     def _paint_roster(self) -> None:
@@ -458,17 +468,7 @@ class AgentwatchApp(App[None]):
 
     @on(Input.Changed, "#filter")
     def filter_changed(self, event: Input.Changed) -> None:
-        parts: dict[str, str] = {"agent": "", "tool": "", "event": ""}
-        words = []
-        for word in event.value.split():
-            key, sep, value = word.partition(":")
-            if sep and key in parts:
-                parts[key] = value
-            else:
-                words.append(word)
-        self.filter = FeedFilter(
-            agent=parts["agent"], tool=parts["tool"], event=parts["event"], text=" ".join(words)
-        )
+        self.filter = FeedFilter.parse(event.value, self.filter.bookkeeping)
         self._dirty = True
         self.repaint()
 
@@ -586,5 +586,5 @@ class AgentwatchApp(App[None]):
         from agentwatch.tui.tools_view import ToolsScreen
 
         screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
-                   ("Tools and history", ToolsScreen.BINDINGS)]  # fmt: skip
+                   ("Tools and history", ToolsScreen.BINDINGS), *self.history_help()]  # fmt: skip
         self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS], screens))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -17,6 +18,30 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 from agentwatch.agents import FAILED, IDLE, LOST, STOPPED, THINKING, WAITING, WORKING
+
+
+class Pacer:
+    """When live events are painted: at once when the screen is idle, else when the last repaint's
+    cost allows. The next repaint waits at least twice what the last one cost (and `min_gap`):
+    under a flood, keys and the bus still get the event loop most of the time."""
+
+    def __init__(self, min_gap: float) -> None:
+        self.min_gap = self.gap = min_gap
+        self.done_at = 0.0
+        self.due = False  # a repaint is on its way
+        self.ready = False  # the screen is laid out
+
+    def ask(self) -> float | None:
+        """Seconds until the repaint a new event asks for; None when one is on its way already
+        (or the screen is not laid out yet: the regular timer paints it)."""
+        if self.due or not self.ready:
+            return None
+        self.due = True
+        return max(0.0, self.done_at + self.gap - time.monotonic())
+
+    def painted(self, started: float) -> None:
+        self.done_at = time.monotonic()
+        self.gap = max(self.min_gap, 2 * (self.done_at - started))
 
 
 class FullCollections:

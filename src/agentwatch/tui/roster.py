@@ -144,6 +144,7 @@ class Roster:
         # The store's count of agents and of those lost or stopped, at its last answer.
         self.stored_total = 0
         self._stored_keys: frozenset[AgentKey] = frozenset()
+        self._new = 0  # agents live events made that the store's last answer did not have
 
     def __len__(self) -> int:
         return len(self._agents)
@@ -151,8 +152,7 @@ class Roster:
     @property
     def total(self) -> int:
         """Agents known: the store's, plus the live ones it does not have yet."""
-        new = sum(1 for key in self._agents if key not in self._stored_keys)
-        return max(len(self._agents), self.stored_total + new)
+        return max(len(self._agents), self.stored_total + self._new)
 
     def _make_room(self) -> None:
         """Forget a folded agent (stopped or lost) first, then the one finished longest ago, then
@@ -163,6 +163,8 @@ class Roster:
         victim = min(done or self._agents.values(), key=lambda a: a.last_seen)
         del self._agents[victim.key]
         self.evicted += 1
+        if victim.key not in self._stored_keys:
+            self._new -= 1
 
     def get(self, key: AgentKey) -> Agent | None:
         return self._agents.get(key)
@@ -180,6 +182,8 @@ class Roster:
             if len(self._agents) >= self.max_agents:
                 self._make_room()
             agent = self._agents[key] = Agent(key=key)
+            if key not in self._stored_keys:
+                self._new += 1
         return agent
 
     def apply(
@@ -267,6 +271,7 @@ class Roster:
             seen = seconds(row.get("scope_last_seen")) or agent.last_seen
             self._scopes[scope] = max(self._scopes.get(scope, 0.0), seen)
         self._stored_keys = frozenset(self._agents)
+        self._new = 0
         self.stored_total = len(self._agents) if total is None else total
 
     def settle(self, now: float) -> None:

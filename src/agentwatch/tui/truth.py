@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentwatch.store import queries
+from agentwatch.tui.model import Feed, FeedLine
+from agentwatch.tui.roster import Roster, Unconfirmed
 from agentwatch.tui.sources import HistorySource
+from agentwatch.tui.team import Team
+
+# What is no event of the feed: alerts (their own view) and token usage (the costs').
+NOT_EVENTS = frozenset({"usage", "cost_state"})
 
 # How often the store is asked again while the dashboard runs, and how many live ids one
 # watermark question carries at most (the oldest first: those the store most likely has).
@@ -60,3 +66,37 @@ def read(history: HistorySource, asked: Sequence[str], roster_limit: int) -> Tru
     if asked:
         truth.stored = {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
     return truth
+
+
+def take(answer: Truth, roster: Roster, team: Team, unconfirmed: Unconfirmed) -> None:
+    """The store's answer in place of the roster's and the team's figures, then the live events it
+    does not hold yet counted on top (each once: those it holds now leave `unconfirmed`)."""
+    unconfirmed.confirm(answer.stored)
+    roster.seed(answer.roster, answer.agents_total)
+    team.seed(answer.edges)
+    for env in unconfirmed.envelopes():
+        roster.apply(env, note=False)
+        team.apply(env)
+
+
+def take_history(
+    envelopes: Sequence[dict[str, Any]], feed: Feed, roster: Roster, team: Team
+) -> tuple[Feed, set[str]]:
+    """The stored recent events into the feed and the timelines (they count nothing: the store's
+    answer has them), then what came live before them, so the feed stays in time order: the feed
+    to show, and the ids it took from the store."""
+    live = feed.lines()
+    if live:  # the history came late: the feed starts again from it
+        feed = Feed(feed.maxlen)
+    stored = set()
+    for env in envelopes:
+        if "rule" in env or env.get("kind") in NOT_EVENTS:
+            continue
+        line = feed.add(FeedLine.of(env))
+        roster.apply(env, line, count=False)
+        team.apply(env, count=False)
+        stored.add(str(env.get("id", "")))
+    for line in live:
+        if str(line.envelope.get("id", "")) not in stored:
+            feed.add(line)
+    return feed, stored
