@@ -221,10 +221,10 @@ def is_embedded(clickhouse: str) -> bool:
     return clickhouse.startswith("chdb:")
 
 
-def connect_timeout(environ: Mapping[str, str] = os.environ) -> int:
+def connect_timeout(environ: Mapping[str, str] | None = None) -> int:
     """AGENTWATCH_CONNECT_TIMEOUT: how long a new connection to the bus or a ClickHouse server may
     take to answer before it counts as a server that does not answer (whole seconds)."""
-    return number(environ, "AGENTWATCH_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
+    return number(_environ(environ), "AGENTWATCH_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
 
 
 def flag(environ: Mapping[str, str], name: str) -> bool:
