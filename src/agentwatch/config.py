@@ -6,7 +6,7 @@ nothing and builds nothing costly at import time (no dataclasses, no enum, no re
 `os`, whose import builds the collections ABCs: a tenth of the interpreter's own start-up; the
 `posix` functions behind it are built in, and `os` is imported only off the hook's path).
 Each `AGENTWATCH_*` / `GENIE_*` variable the code reads is a `Setting` in SETTINGS; a test keeps
-the README's tables and the code's reads in step with it.
+docs/configuration.md's tables and the code's reads in step with it.
 """
 
 from __future__ import annotations
