@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterable
 
 
 def human_bytes(n: float) -> str:
@@ -153,3 +154,11 @@ def utc_seconds(value: object) -> float | None:
     """utc_datetime() as Unix seconds; None when it is no time."""
     when = utc_datetime(value)
     return None if when is None else when.timestamp()
+
+
+def tool_counts(tools: Iterable[str]) -> str:
+    """`Bash ×3, Read, Edit ×2`: tools in the order first used, each with how often."""
+    counts: dict[str, int] = {}
+    for tool in tools:
+        counts[tool] = counts.get(tool, 0) + 1
+    return ", ".join(f"{tool} ×{n}" if n > 1 else tool for tool, n in counts.items())

@@ -86,7 +86,9 @@ def test_the_bare_install_runs_the_hook_and_its_commands(wheel: Path, tmp_path: 
     status = run(bin_dir, "agentwatch", "spool", "status", env=env)
     assert status.returncode == 0 and b"pending:  1 event message(s)" in status.stdout, status.stderr
     doctor = run(bin_dir, "agentwatch", "doctor", "--runs", "1", "--timeout", "0.5", env=env)
-    assert doctor.returncode == 1 and b"does NOT answer" in doctor.stdout and b"hook time:" in doctor.stdout
+    assert (
+        doctor.returncode == 1 and b"no server answers at" in doctor.stdout and b"hook time:" in doctor.stdout
+    )
     printed = run(bin_dir, "agentwatch", "hooks", "print", env=env)
     assert printed.returncode == 0 and "Stop" in json.loads(printed.stdout)["hooks"], printed.stderr
     assert_registered_command_runs(json.loads(printed.stdout), bin_dir, env, pending=2)

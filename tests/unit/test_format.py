@@ -94,3 +94,10 @@ def test_names_are_cut_sensibly() -> None:
     assert truncate("abc", 4) == "abc"
     assert one_line("Exit code 1\n  Traceback:\tboom", 20) == "Exit code 1 Tracebac"
     assert one_line(None) == ""
+
+
+def test_tool_counts_in_the_order_first_used() -> None:
+    from agentwatch.format import tool_counts
+
+    assert tool_counts(["Bash", "Read", "Bash", "Edit", "Bash"]) == "Bash ×3, Read, Edit"
+    assert tool_counts([]) == ""

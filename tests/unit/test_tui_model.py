@@ -410,3 +410,14 @@ def test_the_feed_filter_takes_a_harness_and_keeps_quiet_events_out_of_sight() -
     assert feed.lines(FeedFilter(harness="gemini")) == [response]
     assert feed.lines(FeedFilter(event="ModelResponseChunk")) == [chunk]
     assert feed.lines(FeedFilter(event="AfterModel")) == [chunk, response]
+
+
+def test_bookkeeping_is_folded_out_of_the_feed_unless_asked_for() -> None:
+    feed = Feed()
+    for event in ("PreToolUse", "PostToolBatch", "InstructionsLoaded", "Stop"):
+        feed.add({"event": event, "agent": "lead", "text": event})
+    assert [ln.event for ln in feed.lines(FeedFilter())] == ["PreToolUse", "Stop"]
+    assert len(feed.lines(FeedFilter(bookkeeping=True))) == 4
+    assert [ln.event for ln in feed.lines(FeedFilter(event="PostToolBatch"))] == ["PostToolBatch"]
+    parsed = FeedFilter.parse("agent:lead tool:Bash event:Stop make test", bookkeeping=True)
+    assert parsed == FeedFilter("lead", "Stop", "Bash", "make test", bookkeeping=True)

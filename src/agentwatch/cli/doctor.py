@@ -57,8 +57,9 @@ def _check_bus(url: str, timeout: float) -> bool:
         info = conn.info
         conn.close()
     except (BusError, ValueError) as exc:
-        print(f"           does NOT answer: {exc}")
-        print("           the hook spools events until it does; start one with `agentwatch up`")
+        # The line every command and the dashboard say for the same failure (config.unreachable).
+        print(f"           {config.unreachable('bus', config.display_urls(url), config.reason_chain(exc))}")
+        print("           the hook spools its events meanwhile and sends them once the bus answers")
         return False
     js = "JetStream on" if info.get("jetstream") else "JetStream off"
     print(

@@ -107,6 +107,13 @@ class FeedLine(NamedTuple):
         return value if type(value) is int else None
 
 
+# Events that say how the work is kept, not what is done: folded out of the feed unless asked for
+# (or named by `event:`).
+BOOKKEEPING = frozenset(
+    {"PostToolBatch", "InstructionsLoaded", "CwdChanged", "FileChanged", "ConfigChange", "Setup"}
+)
+
+
 @dataclass(frozen=True)
 class FeedFilter:
     """What the feed shows: `agent:`, `event:` (an event or its kind, the normalised name or the
@@ -119,13 +126,28 @@ class FeedFilter:
     tool: str = ""
     text: str = ""
     harness: str = ""
+    bookkeeping: bool = False  # bookkeeping events shown
+
+    @classmethod
+    def parse(cls, value: str, bookkeeping: bool = False) -> FeedFilter:
+        """`agent:NAME tool:NAME event:KIND harness:NAME` and the other words as text."""
+        parts: dict[str, str] = {"agent": "", "tool": "", "event": "", "harness": ""}
+        words = []
+        for word in value.split():
+            key, sep, found = word.partition(":")
+            if sep and key in parts:
+                parts[key] = found
+            else:
+                words.append(word)
+        return cls(**parts, text=" ".join(words), bookkeeping=bookkeeping)
 
     def matches(self, line: FeedLine) -> bool:
         own = str(line.envelope.get("harness_event") or line.event)
         if line.event in QUIET_EVENTS and self.event not in (line.event, line.kind, own):
             return False
         return (
-            (not self.agent or line.agent == self.agent)
+            (self.bookkeeping or line.event not in BOOKKEEPING or self.event in (line.event, own))
+            and (not self.agent or line.agent == self.agent)
             and (not self.event or self.event in (line.event, line.kind, own))
             and (not self.tool or line.tool == self.tool)
             and (not self.harness or harness_of(line) == (harness_named(self.harness) or self.harness))
