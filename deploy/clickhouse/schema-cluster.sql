@@ -2633,9 +2633,10 @@ ALTER TABLE call_rollup_local ON CLUSTER '{cluster}' ADD PROJECTION IF NOT EXIST
 -- with sign -1, keyed by the call and the UTC hour. A call and one result of the same hour cancel
 -- (at insert within one block, else at the next merge) and leave nothing; what stays is what
 -- call_rollup cannot give as one whole row: a call and its result in two hours (one row each),
--- a call with no result yet (its row), a result with no call (its row), and, of a call with two
--- results in its hour, the second result (the call and the first cancelled: tool_calls pairs such
--- a result from `events`). Columns as in call_rollup, one event each.
+-- a call with no result yet (its row), a result with no call (its row), and what is left of a call
+-- with more events (a second result in a later hour, ...). Columns as in call_rollup, one event
+-- each, but every row keeps its own event's agent, team, agent_id, host, tool and text (a result's
+-- too: a result without its call shows them).
 CREATE TABLE IF NOT EXISTS loose_calls_local ON CLUSTER '{cluster}'
 (
     session_id String,
@@ -2674,12 +2675,12 @@ SELECT
     toStartOfHour(timestamp) AS hour,
     cityHash64(session_id, tool_use_id) AS call,
     toInt8(if(event = 'PreToolUse', 1, -1)) AS sign,
-    if(event = 'PreToolUse', agent, '') AS agent,
-    if(event = 'PreToolUse', team, '') AS team,
-    if(event = 'PreToolUse', agent_id, '') AS agent_id,
-    if(event = 'PreToolUse', host, '') AS host,
-    if(event = 'PreToolUse', tool_name, '') AS tool,
-    if(event = 'PreToolUse', text, '') AS text,
+    agent,
+    team,
+    agent_id,
+    host,
+    tool_name AS tool,
+    text,
     event = 'PreToolUse' AS called,
     if(event = 'PreToolUse', timestamp, NULL) AS started,
     if(event = 'PreToolUse', NULL, timestamp) AS ended,
@@ -2697,25 +2698,19 @@ WHERE tool_use_id != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseF
 
 -- tool_calls: the same columns and rows as before (004_views.sql says what each means), from
 --   whole     call_rollup's whole rows (a call and its results in one row), but for the calls in
---             `paired` or `lone`; a window's are found through the projection by_started
---   paired    the calls of loose_calls that kept a PreToolUse there (a call and a result in two
---             hours, a call still running, ...), and `strays`: calls whose two halves cancelled in
---             loose_calls while call_rollup has not merged them yet (a fresh part). Paired per
---             question from all their rows in call_rollup (a call's rows there are complete:
---             loose_calls may have cancelled some of a call's events and kept others)
---   lone      the calls of loose_calls left with results only (a result whose call was never
---             stored, a second result of a call paired in its hour): paired from `events` as 004
---             did (call_rollup keeps no fields of a result), found through the tool_use_id index
--- What is not a whole row is read as a whole per question: the `call` column of call_rollup for
--- `paired` (8 bytes a call), loose_calls whole (a few rows per hour).
+--             loose_calls or in `strays`; a window's are found through the projection by_started
+--   the rest  the calls of loose_calls (a call and a result in two hours, a call still running, a
+--             result without its call, ...) and `strays` (calls whose halves cancelled in
+--             loose_calls while call_rollup has not merged them yet: a fresh part), paired per
+--             question from all their rows in call_rollup (complete there: loose_calls may have
+--             cancelled some of a call's events and kept others), a result without its call with
+--             its own fields from loose_calls (none of its events cancels there)
+-- The rest is found per question by a scan of call_rollup's 8-byte `call` column (and read whole
+-- from loose_calls, a few rows per hour): that part still grows with the history.
 CREATE OR REPLACE VIEW tool_calls ON CLUSTER '{cluster}' AS
 WITH
-    loose AS (SELECT session_id, tool_use_id, call, called FROM loose_calls),
-    lone AS (SELECT session_id, tool_use_id FROM loose GROUP BY session_id, tool_use_id HAVING NOT max(called)),
-    strays AS (
-        SELECT call FROM call_rollup WHERE (called = false OR outcome = 0) AND call NOT IN (SELECT call FROM loose)
-    ),
-    paired AS (SELECT call FROM loose WHERE called UNION ALL SELECT call FROM strays)
+    loose AS (SELECT call FROM loose_calls),
+    strays AS (SELECT call FROM call_rollup WHERE (called = false OR outcome = 0) AND call NOT IN loose)
 SELECT
     session_id,
     tool_use_id,
@@ -2731,63 +2726,50 @@ SELECT
     ['running', 'ok', 'error', 'interrupted', 'denied'][outcome + 1] AS status,
     toString(error) AS error
 FROM call_rollup
-WHERE called AND outcome > 0 AND call NOT IN paired AND call NOT IN (SELECT call FROM loose)
+WHERE called AND outcome > 0 AND call NOT IN loose AND call NOT IN strays
 UNION ALL
 SELECT
-    session_id,
-    tool_use_id,
-    toString(max(agent)) AS agent,
-    toString(max(team)) AS team,
-    toString(max(agent_id)) AS agent_id,
-    toString(max(host)) AS host,
-    toString(max(tool)) AS tool,
-    toString(max(text)) AS text,
-    CAST(min(started) AS SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC')))) AS started,
-    CAST(max(ended) AS Nullable(DateTime64(3, 'UTC'))) AS ended,
-    coalesce(CAST(max(duration_ms) AS Nullable(Int64)), dateDiff('millisecond', started, ended)) AS duration_ms,
-    ['running', 'ok', 'error', 'interrupted', 'denied'][max(outcome) + 1] AS status,
-    toString(max(error)) AS error
-FROM call_rollup
-WHERE call IN paired
-GROUP BY session_id, tool_use_id
-HAVING max(called)
-UNION ALL
-SELECT
-    session_id,
-    tool_use_id,
-    toString(argMin(agent, (is_call = 0, timestamp, id))) AS agent,
-    toString(argMin(team, (is_call = 0, timestamp, id))) AS team,
-    argMin(agent_id, (is_call = 0, timestamp, id)) AS agent_id,
-    toString(argMin(host, (is_call = 0, timestamp, id))) AS host,
-    toString(argMin(tool_name, (is_call = 0, timestamp, id))) AS tool,
-    argMin(text, (is_call = 0, timestamp, id)) AS text,
-    CAST(minOrNullIf(timestamp, is_call = 1) AS SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC')))) AS started,
-    maxOrNullIf(timestamp, is_call = 0) AS ended,
-    coalesce(
-        maxOrNullIf(payload_duration_ms, is_call = 0),
-        dateDiff('millisecond', started, ended)
-    ) AS duration_ms,
-    multiIf(
-        countIf(is_call = 1) = 0, 'orphan',
-        countIf(event = 'PermissionDenied') > 0, 'denied',
-        countIf(event = 'PostToolUseFailure' AND is_interrupt) > 0, 'interrupted',
-        countIf(event = 'PostToolUseFailure') > 0, 'error',
-        countIf(event = 'PostToolUse') > 0, 'ok',
-        'running'
-    ) AS status,
-    anyIf(failure_error, event = 'PostToolUseFailure') AS error
+    p.session_id AS session_id,
+    p.tool_use_id AS tool_use_id,
+    if(p.called, p.agent, o.agent) AS agent,
+    if(p.called, p.team, o.team) AS team,
+    if(p.called, p.agent_id, o.agent_id) AS agent_id,
+    if(p.called, p.host, o.host) AS host,
+    if(p.called, p.tool, o.tool) AS tool,
+    if(p.called, p.text, o.text) AS text,
+    p.started AS started,
+    p.ended AS ended,
+    coalesce(p.duration_ms, dateDiff('millisecond', p.started, p.ended)) AS duration_ms,
+    if(p.called, ['running', 'ok', 'error', 'interrupted', 'denied'][p.outcome + 1], 'orphan') AS status,
+    p.error AS error
 FROM
 (
     SELECT
-        tool_use_id, agent, team, session_id, agent_id, host, tool_name, text, timestamp, id, event,
-        toUInt8(event = 'PreToolUse') AS is_call,
-        if(event = 'PreToolUse', NULL, JSONExtract(data, 'duration_ms', 'Nullable(Int64)'))
-            AS payload_duration_ms,
-        if(event = 'PostToolUseFailure', JSONExtractBool(data, 'is_interrupt'), false) AS is_interrupt,
-        if(event = 'PostToolUseFailure', JSONExtractString(data, 'error'), '') AS failure_error
-    FROM events FINAL
-    WHERE tool_use_id IN (SELECT tool_use_id FROM lone)
-      AND (session_id, tool_use_id) IN lone
-      AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'PermissionDenied')
-)
-GROUP BY session_id, tool_use_id;
+        session_id,
+        tool_use_id,
+        max(called) AS called,
+        toString(max(agent)) AS agent,
+        toString(max(team)) AS team,
+        toString(max(agent_id)) AS agent_id,
+        toString(max(host)) AS host,
+        toString(max(tool)) AS tool,
+        toString(max(text)) AS text,
+        CAST(min(started) AS SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC')))) AS started,
+        CAST(max(ended) AS Nullable(DateTime64(3, 'UTC'))) AS ended,
+        CAST(max(duration_ms) AS Nullable(Int64)) AS duration_ms,
+        max(outcome) AS outcome,
+        toString(max(error)) AS error
+    FROM call_rollup
+    WHERE call IN loose OR call IN strays
+    GROUP BY session_id, tool_use_id
+) AS p
+LEFT JOIN
+(
+    SELECT
+        session_id, tool_use_id, toString(argMin(agent, ended)) AS agent, toString(argMin(team, ended)) AS team,
+        argMin(agent_id, ended) AS agent_id, toString(argMin(host, ended)) AS host,
+        toString(argMin(tool, ended)) AS tool, argMin(text, ended) AS text
+    FROM loose_calls
+    WHERE NOT called
+    GROUP BY session_id, tool_use_id
+) AS o ON o.session_id = p.session_id AND o.tool_use_id = p.tool_use_id;
