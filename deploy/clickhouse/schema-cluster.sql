@@ -2699,18 +2699,36 @@ WHERE tool_use_id != '' AND event IN ('PreToolUse', 'PostToolUse', 'PostToolUseF
 -- tool_calls: the same columns and rows as before (004_views.sql says what each means), from
 --   whole     call_rollup's whole rows (a call and its results in one row), but for the calls in
 --             loose_calls or in `strays`; a window's are found through the projection by_started
---   the rest  the calls of loose_calls (a call and a result in two hours, a call still running, a
---             result without its call, ...) and `strays` (calls whose halves cancelled in
---             loose_calls while call_rollup has not merged them yet: a fresh part), paired per
---             question from all their rows in call_rollup (complete there: loose_calls may have
---             cancelled some of a call's events and kept others), a result without its call with
---             its own fields from loose_calls (none of its events cancels there)
--- The rest is found per question by a scan of call_rollup's 8-byte `call` column (and read whole
--- from loose_calls, a few rows per hour): that part still grows with the history.
+--   loose     the calls of loose_calls that are a call alone (still running) or a call and its
+--             result in two hours: paired per question from their rows there (a few per hour)
+--   mixed     the other calls of loose_calls (results without their call, whose call may have
+--             cancelled there with a first result; two rows of one hour not merged yet; two calls)
+--             and `strays` (calls whose halves cancelled in loose_calls while call_rollup has not
+--             merged them yet: a fresh part): paired from all their rows in call_rollup, a result
+--             without its call with its own fields from loose_calls. When there are none (the
+--             engine merged loose_calls, no result lost its call), the scan of call_rollup's `call`
+--             column that finds their rows reads nothing; when there are, it reads that column.
+-- A tool_use_id used by two calls, each with its result, one pair cancelled in loose_calls and
+-- the other whole in call_rollup, shows what loose_calls has left of it until the merges.
 CREATE OR REPLACE VIEW tool_calls ON CLUSTER '{cluster}' AS
 WITH
     loose AS (SELECT call FROM loose_calls),
-    strays AS (SELECT call FROM call_rollup WHERE (called = false OR outcome = 0) AND call NOT IN loose)
+    shapes AS (
+        SELECT
+            call,
+            countIf(called) AS calls,
+            countIf(NOT called) AS results,
+            minIf(hour, called) AS call_hour,
+            maxIf(hour, NOT called) AS result_hour
+        FROM loose_calls
+        GROUP BY call
+    ),
+    simple AS (
+        SELECT call FROM shapes
+        WHERE (calls = 1 AND results = 0) OR (calls = 1 AND results = 1 AND result_hour > call_hour)
+    ),
+    strays AS (SELECT call FROM call_rollup WHERE (called = false OR outcome = 0) AND call NOT IN loose),
+    mixed AS (SELECT call FROM loose WHERE call NOT IN simple UNION ALL SELECT call FROM strays)
 SELECT
     session_id,
     tool_use_id,
@@ -2727,6 +2745,24 @@ SELECT
     toString(error) AS error
 FROM call_rollup
 WHERE called AND outcome > 0 AND call NOT IN loose AND call NOT IN strays
+UNION ALL
+SELECT
+    session_id,
+    tool_use_id,
+    toString(argMin(agent, NOT called)) AS agent,
+    toString(argMin(team, NOT called)) AS team,
+    argMin(agent_id, NOT called) AS agent_id,
+    toString(argMin(host, NOT called)) AS host,
+    toString(argMin(tool, NOT called)) AS tool,
+    argMin(text, NOT called) AS text,
+    CAST(min(started) AS SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC')))) AS started,
+    max(ended) AS ended,
+    coalesce(max(duration_ms), dateDiff('millisecond', started, ended)) AS duration_ms,
+    ['running', 'ok', 'error', 'interrupted', 'denied'][max(outcome) + 1] AS status,
+    max(error) AS error
+FROM loose_calls
+WHERE call IN simple
+GROUP BY session_id, tool_use_id
 UNION ALL
 SELECT
     p.session_id AS session_id,
@@ -2760,7 +2796,7 @@ FROM
         max(outcome) AS outcome,
         toString(max(error)) AS error
     FROM call_rollup
-    WHERE call IN loose OR call IN strays
+    WHERE call IN mixed
     GROUP BY session_id, tool_use_id
 ) AS p
 LEFT JOIN
@@ -2770,6 +2806,6 @@ LEFT JOIN
         argMin(agent_id, ended) AS agent_id, toString(argMin(host, ended)) AS host,
         toString(argMin(tool, ended)) AS tool, argMin(text, ended) AS text
     FROM loose_calls
-    WHERE NOT called
+    WHERE NOT called AND call IN mixed
     GROUP BY session_id, tool_use_id
 ) AS o ON o.session_id = p.session_id AND o.tool_use_id = p.tool_use_id;
