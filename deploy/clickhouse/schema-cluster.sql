@@ -2727,8 +2727,12 @@ WITH
         SELECT call FROM shapes
         WHERE (calls = 1 AND results = 0) OR (calls = 1 AND results = 1 AND result_hour > call_hour)
     ),
+    complex AS (
+        SELECT call FROM shapes
+        WHERE NOT ((calls = 1 AND results = 0) OR (calls = 1 AND results = 1 AND result_hour > call_hour))
+    ),
     strays AS (SELECT call FROM call_rollup WHERE (called = false OR outcome = 0) AND call NOT IN loose),
-    mixed AS (SELECT call FROM loose WHERE call NOT IN simple UNION ALL SELECT call FROM strays)
+    mixed AS (SELECT call FROM complex UNION ALL SELECT call FROM strays)
 SELECT
     session_id,
     tool_use_id,
@@ -2806,6 +2810,6 @@ LEFT JOIN
         argMin(agent_id, ended) AS agent_id, toString(argMin(host, ended)) AS host,
         toString(argMin(tool, ended)) AS tool, argMin(text, ended) AS text
     FROM loose_calls
-    WHERE NOT called AND call IN mixed
+    WHERE NOT called
     GROUP BY session_id, tool_use_id
 ) AS o ON o.session_id = p.session_id AND o.tool_use_id = p.tool_use_id;
