@@ -6,9 +6,12 @@ for the single write of their lines, so lines never interleave. The spool is bou
 that would grow it past its cap is refused (and the hook logs the drop).
 
 Before a hook sends anything it writes its messages to a file of their own under `inflight/`
-(named by its pid), and removes it once the bus confirmed them: a hook killed at any moment
-after that, even by SIGKILL, leaves the file behind, and the next flush (a hook's drain, or
-`agentwatch spool flush`) moves the files of processes that are gone into the queue.
+(named by its pid: `PID.held`, in place of its stdin's capture `PID`), and removes it once the
+bus confirmed them: a hook killed at any moment after that, even by SIGKILL, leaves the file
+behind, and the next flush (a hook's drain, or `agentwatch spool flush`) moves the files of
+processes that are gone into the queue. No in-flight file is ever renamed over another: ext4
+starts writing a file renamed over an existing one to disk at once, and the rename that follows,
+or the file's removal, then waits for that write (milliseconds on a busy disk, in every run).
 
 A flusher takes a separate lock (only one flushes at a time; a hook that finds it taken just
 skips flushing), reads from the committed position, publishes a chunk, waits for the server's
@@ -48,8 +51,9 @@ READING, COMPLETE = b"-", b"+"
 # larger one is kept once its messages are made: writing and reading back tens of megabytes costs
 # a run more than its deadline allows on a busy machine.
 CAPTURE_MAX_BYTES = 1 << 20
-# Where an in-flight file goes once its messages are confirmed or queued (see Spool.retire).
-RETIRED = ".retired"
+# The name of a run's messages beside its capture (`PID`): `PID.held`. A capture whose run also
+# left its messages (killed between the two steps of Spool.hold) is dropped, its messages queued.
+HELD = ".held"
 
 
 class SpoolStatus:
@@ -77,16 +81,15 @@ class Spool:
         self._pos_path = f"{directory}/queue.pos"
         self._lock_path = f"{directory}/flush.lock"
         self.inflight = f"{directory}/inflight"
-        self._retired = f"{self.inflight}/{RETIRED}"
         # Makes the messages of a hook run killed before it made them, from its captured stdin:
         # (capture header, stdin) -> messages. Without it such captures wait for one who can.
         self.rebuild = rebuild
 
     # -- in flight (the hook, before it sends) -----------------------------------------------
 
-    def _write_inflight(self, data: bytes, path: str | None = None) -> str:
-        """Write this process's in-flight file (atomically when it replaces one); its path."""
-        path = path or f"{self.inflight}/{posix.getpid()}"
+    def _write_inflight(self, data: bytes, path: str) -> str:
+        """Write the in-flight file `path` whole (written as `path.tmp`, then renamed to `path`,
+        a name nothing has: see the module's docstring); its path."""
         tmp = path + ".tmp"
         fd = -1
         try:  # from before the open: a deadline right after it still removes the file
@@ -102,8 +105,8 @@ class Spool:
             # (EBADF, raised in place of the deadline, left the temporary file behind).
             written, fd = fd, -1
             posix.close(written)
-            posix.replace(tmp, path)
-        except BaseException:  # the deadline or a stop, mid-write: what it replaced is still there
+            posix.rename(tmp, path)
+        except BaseException:  # the deadline or a stop, mid-write: the capture is still there
             if fd >= 0:
                 posix.close(fd)
             self.release(tmp)
@@ -142,33 +145,37 @@ class Spool:
         return b"".join(chunks), ""
 
     def hold(self, messages: list[Message], held: str = "") -> str:
-        """Put `messages` in this process's in-flight file (in place of its capture) before they
-        are sent; its path."""
-        return self._write_inflight(_lines(messages), held or None)
+        """Put `messages` in this process's in-flight file `PID.held` before they are sent, then
+        drop its capture `held` (if any); the messages' path. Killed between the two, the run
+        leaves both: recovery queues the messages and drops the capture."""
+        path = self._write_inflight(_lines(messages), f"{self.inflight}/{posix.getpid()}{HELD}")
+        if held and held != path:
+            self.release(held)
+        return path
 
     def release(self, held: str) -> None:
-        """The bus confirmed what `held` holds: forget it."""
+        """The bus confirmed what `held` holds, or the queue took it: forget it."""
         try:  # noqa: SIM105 - contextlib would cost the hook an import
             posix.unlink(held)
         except FileNotFoundError:
             pass
 
     def retire(self, held: str) -> None:
-        """The bus confirmed what `held` holds, or the queue took it: forget it. It is renamed over
-        the one retired file rather than deleted: ext4 starts writing a file renamed over another
-        to disk at once (as hold's is), and deleting it would wait for that write, up to
-        milliseconds on a busy disk; the file it replaces was written long since."""
-        try:  # noqa: SIM105 - contextlib would cost the hook an import
-            posix.replace(held, self._retired)
-        except FileNotFoundError:
-            pass
+        """The bus confirmed what `held` holds, or the queue took it: forget it, and the capture
+        beside it when `held` is the messages (a deadline may have come between hold's steps)."""
+        self.release(held)
+        if held.endswith(HELD):
+            self.release(held[: -len(HELD)])
 
     def settle(self, held: str, messages: list[Message]) -> bool:
-        """The bus did not confirm: queue `messages` for later and drop the in-flight copy.
+        """The bus did not confirm: queue `messages` for later and drop the in-flight copy (and
+        messages a deadline kept hold from returning: `messages` are the same).
         False when the spool is full (the messages are then dropped)."""
         kept = self.append(messages)
         if held:
             self.retire(held)
+            if not held.endswith(HELD):
+                self.release(held + HELD)
         return kept
 
     def recover(self) -> int:
@@ -180,7 +187,7 @@ class Spool:
         moved = 0
         now = time.time()
         for name in names:
-            if name.startswith("."):  # the retired file
+            if name.startswith("."):  # an earlier version's retired file
                 continue
             path = f"{self.inflight}/{name}"
             try:
@@ -188,7 +195,9 @@ class Spool:
                     continue
                 if name.endswith(".unreadable"):
                     continue
-                if name.endswith(".tmp"):  # a write that never finished: what it replaced is there
+                if name.endswith(".tmp") or name + HELD in names:
+                    # A write that never finished (the capture is there), or a capture whose run
+                    # also kept its messages (killed in Spool.hold): those messages are queued.
                     self.release(path)
                     continue
                 # Claimed by a rename, so two recovering processes never queue it twice; a claim
