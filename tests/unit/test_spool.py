@@ -39,60 +39,55 @@ def test_a_deadline_just_after_the_close_leaves_no_temporary_file(
     assert not [name for name in left if name.endswith(".tmp")], left
 
 
-def test_held_messages_replace_the_capture_whole(tmp_path: Path) -> None:
-    spool = Spool(str(tmp_path / "spool"))
-    capture, _ = _capture(spool, b'{"hook_event_name": "Stop"}')
+def test_held_messages_follow_the_capture_in_its_file(tmp_path: Path) -> None:
+    """The messages are added to the run's own in-flight file (no second file, no rename), and a
+    recovery of that file queues them as they are, not messages made again from the stdin."""
+    spool = Spool(str(tmp_path / "spool"), rebuild=lambda header, raw: [("genie.x", "02NEW", b"{}")])
+    capture, raw = _capture(spool, b'{"hook_event_name": "Stop"}')
     held = spool.hold(MESSAGES, capture)
-    assert Path(held).read_bytes() == b'genie.agent.a.response 01ID {"id":"01ID"}\n'
-    assert os.listdir(tmp_path / "spool" / "inflight") == [f"{os.getpid()}.held"]
+    assert held == capture and os.listdir(tmp_path / "spool" / "inflight") == [str(os.getpid())]
+    data = Path(held).read_bytes()
+    assert data.startswith(b"#stdin =") and data.endswith(
+        raw + b'genie.agent.a.response 01ID {"id":"01ID"}\n'
+    )
+    Path(held).rename(Path(held).with_name(str(DEAD)))
+    assert spool.recover() == 1
+    assert (tmp_path / "spool" / "queue").read_bytes() == b'genie.agent.a.response 01ID {"id":"01ID"}\n'
+
+
+def test_a_run_killed_while_it_added_its_messages_is_rebuilt_from_its_stdin(tmp_path: Path) -> None:
+    """Killed with part of its messages written after its capture (not yet marked HELD): the
+    recovery makes the messages from the stdin the capture's size says, without those bytes."""
+    seen: list[bytes] = []
+
+    def rebuild(header: bytes, raw: bytes) -> list[tuple[str, str, bytes]]:
+        seen.append(raw)
+        return [("genie.agent.a.response", "02NEW", b'{"id":"02NEW"}')]
+
+    spool = Spool(str(tmp_path / "spool"), rebuild=rebuild)
+    capture, raw = _capture(spool, b'{"hook_event_name": "Stop"}')
+    with open(capture, "ab") as f:
+        f.write(b"genie.agent.a.response 01ID {")
+    Path(capture).rename(Path(capture).with_name(str(DEAD)))
+    assert spool.recover() == 1
+    assert seen == [raw]
+    assert (tmp_path / "spool" / "queue").read_bytes() == b'genie.agent.a.response 02NEW {"id":"02NEW"}\n'
 
 
 def test_confirmed_messages_leave_nothing_in_flight_nor_to_recover(tmp_path: Path) -> None:
-    """Confirmed messages are deleted; no in-flight file is renamed over another (a deletion
-    then waits for the disk write such a rename starts): the spool is empty, nothing is queued."""
+    """Confirmed messages are deleted: the spool is empty, and nothing is queued again."""
     spool = Spool(str(tmp_path / "spool"), rebuild=lambda header, raw: [])
     for _ in range(2):
         capture, _ = _capture(spool, b'{"hook_event_name": "Stop"}')
-        spool.retire(spool.hold(MESSAGES, capture))
+        spool.release(spool.hold(MESSAGES, capture))
+    spool.release(spool.hold(MESSAGES))  # a run whose stdin was not captured
     assert os.listdir(tmp_path / "spool" / "inflight") == []
     assert spool.is_empty()
     assert spool.recover() == 0
     assert not (tmp_path / "spool" / "queue").exists()
 
 
-def test_a_run_killed_between_holding_and_dropping_its_capture_is_queued_once(tmp_path: Path) -> None:
-    """Killed after its messages were written and before its capture went: recovery queues the
-    messages (their ids, as sent) and drops the capture instead of making it into new ones."""
-    spool = Spool(str(tmp_path / "spool"), rebuild=lambda header, raw: [("genie.x", "02NEW", b"{}")])
-    inflight = tmp_path / "spool" / "inflight"
-    inflight.mkdir(parents=True)
-    dead = 2**22 + 17  # above the kernel's largest pid: no process has it
-    (inflight / str(dead)).write_bytes(b"#stdin +{}\n" + b'{"hook_event_name": "Stop"}')
-    (inflight / f"{dead}.held").write_bytes(b'genie.agent.a.response 01ID {"id":"01ID"}\n')
-    assert spool.recover() == 1
-    assert (tmp_path / "spool" / "queue").read_bytes() == b'genie.agent.a.response 01ID {"id":"01ID"}\n'
-    assert os.listdir(inflight) == []
-
-
-def test_a_deadline_inside_hold_settles_the_messages_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The deadline comes after the messages file is in place and before the capture is dropped:
-    hold never returned, so the run settles with its capture's path; the messages are queued
-    once and nothing stays in flight."""
-    spool = Spool(str(tmp_path / "spool"))
-    capture, _ = _capture(spool, b'{"hook_event_name": "Stop"}')
-
-    def interrupted(held: str) -> None:
-        raise Interruption
-
-    monkeypatch.setattr(spool, "release", interrupted)
-    with pytest.raises(Interruption):
-        spool.hold(MESSAGES, capture)
-    monkeypatch.undo()
-    assert spool.settle(capture, MESSAGES)
-    assert (tmp_path / "spool" / "queue").read_bytes() == b'genie.agent.a.response 01ID {"id":"01ID"}\n'
-    assert os.listdir(tmp_path / "spool" / "inflight") == []
+DEAD = 2**22 + 17  # above the kernel's largest pid: no process has it
 
 
 def _capture(spool: Spool, payload: bytes) -> tuple[str, bytes]:

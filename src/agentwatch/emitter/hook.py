@@ -427,7 +427,7 @@ def run(
         if publisher is not None:
             publisher.close()
         return _spool(environ, spool, raw, encoded, held, exc, remember)
-    spool.retire(held)
+    spool.release(held)
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
         if not spool.is_empty():
