@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 DRIVER = """
+import time
 t0 = time.process_time()
 import posix, sys
 sys.path.append({package_parent!r})
