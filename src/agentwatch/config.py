@@ -74,11 +74,23 @@ SETTINGS: tuple[Setting, ...] = (
             "deliveries before JetStream gives up on a message (it is then dead-lettered)"),
     Setting("AGENTWATCH_ALERT_WEBHOOK_URL", "unset", "collector",
             "POST each alert change as JSON to this URL"),
+    Setting("AGENTWATCH_ALERT_WEBHOOK_SECRET", "unset", "collector",
+            "sign the webhook's requests with this secret (HMAC-SHA256 in X-Agentwatch-Signature)"),
+    Setting("AGENTWATCH_ALERT_URLS", "unset", "collector",
+            "Apprise URLs (slack://, discord://, ntfy://, mailto://, ...): each alert change to each"),
     Setting("AGENTWATCH_ALERT_SLACK_URL", "unset", "collector",
-            "a Slack-compatible incoming webhook for each alert change (one line of text)"),
+            "an older setting: one more of AGENTWATCH_ALERT_URLS (Slack's webhook URL works as it is)"),
     Setting("AGENTWATCH_ALERT_SINK_TIMEOUT", "5", "collector", "seconds a sink's POST may take"),
     Setting("AGENTWATCH_ALERT_SINK_ATTEMPTS", "4", "collector",
             "tries per delivery when a sink answers 5xx or 429 or cannot be reached"),
+    Setting("AGENTWATCH_METRICS_ADDR", "127.0.0.1:9464", "collector",
+            "where /metrics (Prometheus) listens: host:port, or off"),
+    Setting("AGENTWATCH_OTLP_ADDR", "127.0.0.1:4318", "collector",
+            "where the OTLP/HTTP receiver for Claude Code's telemetry listens: host:port, or off"),
+    Setting("AGENTWATCH_OTLP_TOKEN", "unset", "collector",
+            "the bearer token OTLP requests must carry; required when the receiver is beyond loopback"),
+    Setting("AGENTWATCH_OTLP_MAX_BYTES", "8388608 (8 MiB)", "collector",
+            "an OTLP request body larger than this (sent or unzipped) is refused with 413"),
     Setting("AGENTWATCH_ALERTS_FILE", "<data dir>/alerts.toml", "collector",
             "the alert rules (TOML; a commented default is written on first start)"),
     Setting("AGENTWATCH_ALERTS_REPLAY_SECONDS", "3600", "collector",
@@ -163,6 +175,23 @@ def number(environ: Mapping[str, str], name: str, default: int) -> int:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+def listen_address(environ: Mapping[str, str], name: str, default: str) -> tuple[str, int] | None:
+    """A listener's `host:port` setting (`[::1]:9464`; `:9464` for every interface) as (host,
+    port); None for `off`. ValueError names the setting when it cannot be read."""
+    text = environ.get(name, "").strip()
+    value = text or default
+    if value.lower() in ("off", "0", "none"):
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{name}={text!r}: give host:port ({default}), or off")
+    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - only when asked for (`:port`)
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 # --- URLs ---------------------------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""The alert sinks against a real local HTTP server: what they send, when they retry, when they give up."""
+"""The alert sinks against a real local HTTP server: what they send, when they retry, when they give up.
+The generic webhook is signed when it has a secret; Apprise URLs (its json:// and form:// schemes here)
+reach the same receiver; no log line ever holds a URL's secret part or the signing secret."""
 
 from __future__ import annotations
 
@@ -8,13 +10,23 @@ import logging
 import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-from agentwatch.consumers.sinks import Sink, Sinks, slack_body, webhook_body
+from agentwatch.consumers.sinks import (
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    AppriseSink,
+    Sink,
+    Sinks,
+    headline,
+    signature,
+    webhook_body,
+)
 
 ALERT: dict[str, Any] = {
     "id": "a1b2",
@@ -39,12 +51,20 @@ class Receiver:
         self.statuses = statuses
         self.delay = delay
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.headers: list[dict[str, str]] = []
+        self.raw: list[bytes] = []
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append((self.path, json.loads(body)))
+                receiver.raw.append(body)
+                receiver.headers.append(dict(self.headers.items()))
+                if self.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded"):
+                    form = urllib.parse.parse_qs(body.decode())
+                    receiver.requests.append((self.path, {k: v[0] for k, v in form.items()}))
+                else:
+                    receiver.requests.append((self.path, json.loads(body)))
                 time.sleep(receiver.delay)
                 n = len(receiver.requests) - 1
                 status = receiver.statuses[min(n, len(receiver.statuses) - 1)]
@@ -91,23 +111,70 @@ def deliver(sinks: Sinks, *alerts: dict[str, Any], wait: float = 10.0) -> None:
     asyncio.run(run())
 
 
-def test_webhook_and_slack_receive_the_summary_and_never_the_details(receiver_factory: Any) -> None:
-    hook, slack = receiver_factory([200]), receiver_factory([200])
-    env = {"AGENTWATCH_ALERT_WEBHOOK_URL": hook.url, "AGENTWATCH_ALERT_SLACK_URL": slack.url}
+def apprise_url(receiver: Any, scheme: str = "json") -> str:
+    """The receiver as an Apprise URL (json:// posts JSON, form:// a form), a password and a
+    secret path in it."""
+    host_port, path = receiver.url.removeprefix("http://").split("/", 1)
+    return f"{scheme}://bot:PASSWORD-S3CRET@{host_port}/{path}"
+
+
+def test_the_webhook_and_apprise_receive_the_summary_and_never_the_details(receiver_factory: Any) -> None:
+    hook, chat, form = receiver_factory([200]), receiver_factory([200]), receiver_factory([200])
+    env = {
+        "AGENTWATCH_ALERT_WEBHOOK_URL": hook.url,
+        "AGENTWATCH_ALERT_URLS": f"{apprise_url(chat)}, {apprise_url(form, 'form')}",
+    }
     sinks = Sinks.from_settings(env)
+    assert [type(s).__name__ for s in sinks.sinks] == ["Sink", "AppriseSink", "AppriseSink"]
     deliver(sinks, ALERT)
-    assert sinks.delivered == 2 and sinks.failed == 0
+    assert sinks.delivered == 3 and sinks.failed == 0
     [(_, body)] = hook.requests
     assert body == {k: v for k, v in ALERT.items() if k != "details"}
-    [(_, text)] = slack.requests
-    assert text == {"text": "[warning] loop builder: builder ran the same Bash call 8 times in a row"}
-    for _, sent in hook.requests + slack.requests:
+    assert SIGNATURE_HEADER not in hook.headers[0], "no secret, no signature"
+    for receiver in (chat, form):
+        [(path, sent)] = receiver.requests
+        assert path.endswith("/SECRETPATH")
+        assert sent["title"] == "[warning] loop builder" and sent["type"] == "warning"
+        assert sent["message"] == "builder ran the same Bash call 8 times in a row"
+        assert receiver.headers[0]["Authorization"].startswith("Basic ")
+    for _, sent in hook.requests + chat.requests + form.requests:
         assert "sk-secret" not in json.dumps(sent)
 
 
-def test_a_resolved_alert_says_so_on_slack() -> None:
-    assert slack_body({**ALERT, "state": "resolved"})["text"].startswith("[resolved] loop builder")
+def test_the_webhook_is_signed_so_a_receiver_can_trust_it(receiver_factory: Any) -> None:
+    hook = receiver_factory([200])
+    env = {"AGENTWATCH_ALERT_WEBHOOK_URL": hook.url, "AGENTWATCH_ALERT_WEBHOOK_SECRET": "whsec-42"}
+    deliver(Sinks.from_settings(env), ALERT)
+    [headers], [raw] = hook.headers, hook.raw
+    stamp = headers[TIMESTAMP_HEADER]
+    assert abs(int(stamp) - time.time()) < 60
+    assert headers[SIGNATURE_HEADER] == signature("whsec-42", stamp, raw)
+    assert headers[SIGNATURE_HEADER] != signature("another", stamp, raw)
+    assert headers[SIGNATURE_HEADER] != signature("whsec-42", str(int(stamp) + 1), raw), (
+        "a replay is told apart"
+    )
+
+
+def test_a_resolved_alert_says_so() -> None:
+    assert headline({**ALERT, "state": "resolved"}) == "[resolved] loop builder"
     assert webhook_body({"rule": "x", "details": {"a": 1}}) == {"rule": "x"}
+
+
+def test_apprise_is_retried_on_500_and_never_logs_a_secret(
+    receiver_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    flaky, broken = receiver_factory([500, 500, 200]), receiver_factory([500])
+    sinks = Sinks(
+        [AppriseSink(apprise_url(flaky)), AppriseSink(apprise_url(broken))], attempts=3, backoff=0.05
+    )
+    with caplog.at_level(logging.DEBUG):
+        deliver(sinks, ALERT)
+    assert len(flaky.requests) == 3 and len(broken.requests) == 3
+    assert sinks.delivered == 1 and sinks.failed == 1
+    assert "gave up on alert a1b2 after 3 tries" in caplog.text
+    assert "error=500" in caplog.text, "Apprise's own warning says why"
+    for secret in ("PASSWORD-S3CRET", "SECRETPATH", "T000"):
+        assert secret not in caplog.text
 
 
 def test_a_500_is_retried_until_the_receiver_accepts(receiver_factory: Any) -> None:
@@ -146,7 +213,7 @@ def test_a_slow_receiver_times_out_and_an_absent_one_is_given_up(receiver_factor
     sinks = Sinks(
         [
             Sink("webhook", slow.url, webhook_body),
-            Sink("slack", f"http://127.0.0.1:{closed_port}/x", slack_body),
+            AppriseSink(f"json://127.0.0.1:{closed_port}/x"),
         ],
         timeout=0.3,
         attempts=2,
@@ -173,5 +240,9 @@ def test_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="must start with http"):
         Sinks.from_settings({"AGENTWATCH_ALERT_WEBHOOK_URL": "ftp://example.invalid/x"})
     with pytest.raises(ValueError, match="AGENTWATCH_ALERT_SINK_TIMEOUT='soon' is not a number"):
-        Sinks.from_settings({"AGENTWATCH_ALERT_SLACK_URL": "https://example.invalid/x",
+        Sinks.from_settings({"AGENTWATCH_ALERT_URLS": "json://example.invalid/x",
                              "AGENTWATCH_ALERT_SINK_TIMEOUT": "soon"})  # fmt: skip
+    with pytest.raises(ValueError, match=r"Apprise does not know the URL nosuch://example\.invalid$"):
+        Sinks.from_settings({"AGENTWATCH_ALERT_URLS": "nosuch://example.invalid/token-S3CRET"})
+    slack = Sinks.from_settings({"AGENTWATCH_ALERT_URLS": "https://hooks.slack.com/services/T0/B0/XYZ"})
+    assert [s.name for s in slack.sinks] == ["apprise https"], "Slack's own webhook URL, as Slack gives it"

@@ -85,9 +85,8 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         assert ON_CLUSTER in head, head
         assert "IF NOT EXISTS" in head or "OR REPLACE" in head or "IF EXISTS" in head, head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
-    assert len(replicated) == 6 + len(
-        ROLLUP_TABLES
-    )  # events, messages, dead letters, usage, cost states, alerts
+    # events, messages, dead letters, usage, cost states, alerts; the rollups; the three otel_* tables
+    assert len(replicated) == 6 + len(ROLLUP_TABLES) + 3
     for match in replicated:
         assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
         assert match.group(3) == "{replica}"
@@ -110,6 +109,8 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         "alerts_local": "cityHash64(id)",
         # Rollups: filled per shard by their views and read with -Merge over every shard.
         **{f"{table}_local": SHARDING_KEYS[table] for table in ROLLUP_TABLES},
+        # Claude Code's OpenTelemetry records: a record posted twice has one id, one shard.
+        **{f"otel_{table}_local": "cityHash64(id)" for table in ("logs", "metrics", "spans")},
     }
 
 
@@ -151,7 +152,7 @@ def test_cluster_views_are_the_single_node_views() -> None:
         "message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage",
         "session_costs", "agent_costs", "cost_daily", "open_alerts", "tool_stats", "team_edges",
         "event_ids_events_mv", "event_ids_messages_mv", "usage_in_mv", "tool_calls_since",
-        "agent_key_messages_mv", "events_in_mv",
+        "agent_key_messages_mv", "hook_runs", "api_requests", "otel_metric_totals", "events_in_mv",
         *(f"{table}_mv" for table in ROLLUP_TABLES if table != "event_ids"),
     }  # fmt: skip
     assert cluster == views
@@ -347,6 +348,9 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
         "alerts",
         "calls",
         "costs",
+        "otel_logs",
+        "otel_metrics",
+        "otel_spans",
         *(table for table in ROLLUP_TABLES if table not in DROPPED),
     )
     local = {name + "_local" for name in sharded}

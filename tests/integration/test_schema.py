@@ -8,6 +8,7 @@ unqualified name of the schema lands there).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -22,7 +23,7 @@ from clickhouse_connect.driver.client import Client
 from agentwatch.contract import ENVELOPE_FIELDS, encode_envelope, envelopes_from_stdin
 from agentwatch.store.migrations import SCHEMA_DIR, apply_migrations, migrations, split_statements, table_ttl
 from agentwatch.store.writes import INSERT_SETTINGS, insert_alerts, insert_batch, insert_dead_letters
-from tests.conftest import CAPTURES, ROOT, load_fixture_file
+from tests.conftest import CAPTURES, ROOT, SHARED, load_fixture_file
 
 QUERIES = ROOT / "docs" / "queries.md"
 TABLES = {
@@ -715,6 +716,19 @@ def documented_alerts() -> list[bytes]:
     return [json.dumps({**c, "details": "{}"}).encode() for c in changes]
 
 
+def insert_otel_fixtures(client: Client) -> None:
+    """Claude Code's own OTLP exports (the shared fixtures), as the collector's receiver stores them."""
+    from agentwatch.consumers.otlp_decode import decode
+    from agentwatch.store.otel import insert_otel
+
+    for line in (SHARED / "claude-code-2.1.330-otel" / "otlp-requests.jsonl").read_text().splitlines():
+        request = json.loads(line)
+        signal, protobuf = request["path"].rsplit("/", 1)[1], request["protocol"] == "protobuf"
+        raw = request.get("body_b64", "")
+        body = base64.b64decode(raw) if protobuf else json.dumps(request["body_json"]).encode()
+        insert_otel(client, signal, decode(signal, body, protobuf))
+
+
 def test_every_documented_query_runs_and_finds_rows(scripted: Client) -> None:
     from agentwatch.store.usage import insert_usage, usage_rows
     from tests.integration.test_cost_store import all_bodies
@@ -722,6 +736,7 @@ def test_every_documented_query_runs_and_finds_rows(scripted: Client) -> None:
     insert(scripted, fixture_envelopes())
     insert_usage(scripted, usage_rows([body for _, body in all_bodies()]))
     insert_alerts(scripted, documented_alerts())
+    insert_otel_fixtures(scripted)
     results: dict[str, list[int]] = {}
     for title, sql in documented_queries():
         result = scripted.query(sql)

@@ -125,6 +125,8 @@ LATER_VIEWS = (
     "VIEW IF NOT EXISTS team_edges", "OR REPLACE VIEW session_costs", "OR REPLACE VIEW agent_costs",
     "OR REPLACE VIEW cost_daily",
 )  # fmt: skip
+OTEL_TABLES = ("otel_logs", "otel_metrics", "otel_spans")
+OTEL_VIEWS = ("hook_runs", "api_requests", "otel_metric_totals")
 ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
 
@@ -230,6 +232,16 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"DROP TABLE IF EXISTS cost_by_agent_local {ON_CLUSTER} SYNC;",
         f"CREATE OR REPLACE VIEW agents {ON_CLUSTER} AS",
         f"CREATE OR REPLACE VIEW agent_costs {ON_CLUSTER} AS",
+        # 014: Claude Code's OpenTelemetry records, sharded by their ids, and the views over them.
+        *(
+            line
+            for table in OTEL_TABLES
+            for line in (
+                f"CREATE TABLE IF NOT EXISTS {table}_local {ON_CLUSTER}",
+                f"CREATE TABLE IF NOT EXISTS {table} {ON_CLUSTER} AS {table}_local",
+            )
+        ),
+        *(f"CREATE VIEW IF NOT EXISTS {view} {ON_CLUSTER} AS" for view in OTEL_VIEWS),
         # 016: the store's inserts land in the Null events_in on the node it talks to; its view
         # writes them through the Distributed events.
         f"CREATE TABLE IF NOT EXISTS events_in {ON_CLUSTER}",
@@ -267,6 +279,8 @@ def test_the_output_splits_like_a_migration() -> None:
         + 3
         + 4
         + 15
+        + 2 * len(OTEL_TABLES)
+        + len(OTEL_VIEWS)
         + 2
     )
     assert all(ON_CLUSTER in s for s in statements)

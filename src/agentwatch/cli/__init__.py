@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from agentwatch import __version__
 from agentwatch.cli import (
     alerts,
+    ask,
     cost,
     coverage,
     demo,
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         coverage,
         cost,
         alerts,
+        ask,
         importer,
         tui,
         web,

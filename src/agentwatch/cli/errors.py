@@ -13,6 +13,7 @@ EXTRAS: dict[str, str] = {
     "clickhouse_connect": "tui",
     "textual_serve": "web",
     "aiohttp": "web",
+    "mcp": "mcp",
 }
 
 

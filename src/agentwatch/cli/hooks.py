@@ -19,6 +19,7 @@ from agentwatch.emitter.settings import (
     snippet,
     uninstall,
 )
+from agentwatch.emitter.telemetry import DEFAULT_ENDPOINT
 
 
 def _positive_int(text: str) -> int:
@@ -47,6 +48,7 @@ def _install_cmd(args: argparse.Namespace) -> int:
             timeout=a.timeout,
             async_=a.async_,
             dry_run=a.dry_run,
+            otel=(a.otel_endpoint or DEFAULT_ENDPOINT) if a.otel or a.otel_endpoint else None,
         ),
         args,
     )
@@ -113,11 +115,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     install_p = actions.add_parser(
         "install", parents=[where, handler], help="register the hook on every event (idempotent)"
     )
+    install_p.add_argument(
+        "--otel",
+        action="store_true",
+        help="also set Claude Code's OpenTelemetry variables in the settings' env, so it sends its own "
+        f"telemetry to the collector's OTLP receiver ({DEFAULT_ENDPOINT}); uninstall removes them",
+    )
+    install_p.add_argument(
+        "--otel-endpoint", metavar="URL", default=None, help="with --otel: the collector's OTLP/HTTP base URL"
+    )
     install_p.set_defaults(func=_install_cmd)
     uninstall_p = actions.add_parser(
         "uninstall",
         parents=[where],
-        help="remove agentwatch's hooks, and nothing else (a file that install created is deleted)",
+        help="remove agentwatch's hooks and telemetry settings, and nothing else (a file that install "
+        "created is deleted)",
     )
     uninstall_p.set_defaults(func=_uninstall_cmd)
     print_p = actions.add_parser("print", parents=[handler], help="print the JSON that install would merge")

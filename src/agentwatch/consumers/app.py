@@ -22,10 +22,13 @@ from agentwatch import config
 from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import Watchdog, alerts_router, rules_path
+from agentwatch.consumers.metrics import Metrics
+from agentwatch.consumers.otlp import OtlpReceiver
 from agentwatch.consumers.query import query_router
 from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
 from agentwatch.store import client as clickhouse
 from agentwatch.store.migrations import apply_migrations
+from agentwatch.store.writes import insert_batch, insert_new
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
@@ -47,6 +50,8 @@ class Collector:
     query_client: Client
     applied: list[str]
     watchdog: Watchdog | None = None
+    metrics: Metrics | None = None
+    otlp: OtlpReceiver | None = None
 
 
 def build(
@@ -79,7 +84,8 @@ def build(
         reconnected_cb=_on_reconnect,
     )
 
-    writer = StoreWriter(store_client)
+    metrics, otlp = _doors(environ, clickhouse_url) if store else (None, None)
+    writer = StoreWriter(store_client, insert=metrics.timed(insert_new) if metrics else insert_batch)
     if store:
         broker.include_router(store_router(writer))
         broker.include_router(advisory_router(writer))
@@ -99,6 +105,8 @@ def build(
         gc.collect()
         gc.freeze()
         writer.start()
+        if metrics is not None:
+            metrics.attach(writer, lambda: consumer_info(broker), clickhouse_url)
         if watchdog is not None:
             await watchdog.start(broker)
         if status is not None and store:
@@ -120,7 +128,48 @@ def build(
             summary += f"; {s.usage} usage records stored" if s.usage else ""
             print(f"\nstopped: {summary}", file=status, flush=True)
 
-    return Collector(app, broker, writer, store_client, query_client, applied, watchdog)
+    return Collector(app, broker, writer, store_client, query_client, applied, watchdog, metrics, otlp)
+
+
+def _doors(environ: Mapping[str, str], clickhouse_url: str) -> tuple[Metrics | None, OtlpReceiver | None]:
+    """/metrics and the OTLP receiver, as configured (each may be off)."""
+    metrics = Metrics.from_settings(environ)
+    return metrics, OtlpReceiver.from_settings(environ, clickhouse_url, metrics)
+
+
+def serve_doors(collector: Collector, environ: Mapping[str, str]) -> list[str]:
+    """Bind /metrics and the OTLP receiver; the banner's lines for them. An address that is taken
+    stops the collector when the setting named it (CollectorError), and at the default leaves that
+    door closed, said on its line (a second collector on this machine, say)."""
+    lines = []
+    for name, door, setting in (
+        ("metrics", collector.metrics, "AGENTWATCH_METRICS_ADDR"),
+        ("otlp", collector.otlp, "AGENTWATCH_OTLP_ADDR"),
+    ):
+        if door is None:
+            continue
+        try:
+            url = door.listen()
+        except OSError as exc:
+            where = f"{door.host}:{door.port}"
+            if environ.get(setting, "").strip():
+                close_doors(collector)
+                raise CollectorError(f"cannot listen on {where} ({exc}): change {setting}") from None
+            lines.append(f"{name + ':':<12} not served: {where} is in use ({exc.strerror}); set {setting}")
+            continue
+        what = (
+            "Prometheus"
+            if name == "metrics"
+            else "OTLP/HTTP: Claude Code's telemetry, `hooks install --otel`"
+        )
+        lines.append(f"{name + ':':<12} {url} ({what})")
+    return lines
+
+
+def close_doors(collector: Collector) -> None:
+    for door in (collector.otlp, collector.metrics):
+        if door is not None:
+            door.close()
 
 
 async def stop_consuming(broker: NatsBroker, writer: StoreWriter, seconds: float = STOP_S) -> bool:
@@ -166,11 +215,16 @@ async def _on_reconnect() -> None:
     log.warning("reconnected to NATS")
 
 
+async def consumer_info(broker: NatsBroker) -> Any:
+    """JetStream's ConsumerInfo of the store's durable consumer (raises when it cannot be asked)."""
+    js: Any = broker.config.connection_state.stream
+    return await js.consumer_info(bus.STREAM_NAME, bus.STORE_DURABLE)
+
+
 async def consumer_pending(broker: NatsBroker) -> tuple[int, int] | None:
     """(messages not yet delivered, delivered but not acked) of the store's durable consumer."""
     try:
-        js: Any = broker.config.connection_state.stream
-        info = await js.consumer_info(bus.STREAM_NAME, bus.STORE_DURABLE)
+        info = await consumer_info(broker)
     except Exception:
         return None
     return int(info.num_pending or 0), int(info.num_ack_pending or 0)
@@ -243,6 +297,12 @@ def run(
     except Exception as exc:
         raise CollectorError(f"cannot open ClickHouse at {config.display_url(ch_url)}: {exc}") from None
     schema = f"applied {', '.join(collector.applied)}" if collector.applied else "up to date"
+    try:
+        served = serve_doors(collector, environ)
+    except CollectorError:
+        collector.store_client.close()
+        collector.query_client.close()
+        raise
     ready = [] if started_at is None else [f"ready in:    {time.monotonic() - started_at:.1f}s"]
     for line in [
         *banner,
@@ -257,6 +317,7 @@ def run(
             else []
         ),
         f"alerts:      rules in {rules_path(environ)}; alerts on agentwatch.alert.> (`agentwatch alerts`)",
+        *served,
         *ready,
         "Ctrl-C stops; the last batch is written before exit.",
     ]:
@@ -266,5 +327,6 @@ def run(
     except KeyboardInterrupt:
         pass
     finally:
+        close_doors(collector)
         collector.store_client.close()
         collector.query_client.close()

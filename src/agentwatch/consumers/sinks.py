@@ -1,23 +1,36 @@
-"""Alert sinks: a generic JSON webhook and a Slack-compatible incoming webhook.
+"""Alert sinks: the generic JSON webhook, signed, and any chat tool, pager or mail through Apprise.
 
 Every alert change the watchdog publishes on the bus is also offered here. Delivery never holds up
-the rule engine: `send` queues a background task per sink and returns. Each delivery is one HTTP
-POST with a timeout, retried with backoff when the receiver answers 5xx or 429 or cannot be
-reached, and given up (one log line) after the last try or on any other 4xx.
+the rule engine: `send` queues a background task per sink and returns. Each delivery is one
+request with a timeout, retried with backoff while it fails (the webhook: when the receiver answers
+5xx or 429 or cannot be reached; an Apprise URL: any failure, since Apprise reports no status), and
+given up (one log line) after the last try or on any other 4xx of the webhook.
+
+- `AGENTWATCH_ALERT_WEBHOOK_URL`: POSTs the alert's public fields as JSON. With
+  `AGENTWATCH_ALERT_WEBHOOK_SECRET` each request carries `X-Agentwatch-Timestamp` and
+  `X-Agentwatch-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">`, so a receiver that
+  knows the secret can trust it and refuse replays. Written with the standard library's
+  `urllib.request`, run in worker threads.
+- `AGENTWATCH_ALERT_URLS`: Apprise URLs (slack://, discord://, msteams://, tgram://, pagerduty://,
+  ntfy://, mailto://, json://, form:// and a hundred more), comma- or space-separated; each is one
+  sink. A line of title (`[severity] rule agent`) and the summary.
 
 What leaves the machine is the alert's identity and its one-line summary: never `details` (they may
-quote a tool's input), and never the webhook URL in a log line (a Slack URL is itself a secret).
-
-The POST is written with the standard library's `urllib.request`, run in worker threads: one small
-request per alert change needs no HTTP client dependency in the collector's install.
+quote a tool's input). No log line holds a sink's URL beyond its scheme and host (a webhook's path,
+an Apprise URL's tokens and passwords are secrets), nor the signing secret; Apprise's own logger is
+kept at WARNING, whose lines name no URL (its DEBUG lines print them whole).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import logging
 import os
+import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -29,6 +42,8 @@ log = logging.getLogger("agentwatch.alerts.sinks")
 # The alert fields a sink may carry: identity, state and the summary. `details` stays on the bus.
 FIELDS = ("id", "rule", "severity", "state", "agent", "team", "session_id", "host", "summary", "since", "at")
 MAX_PENDING = 256  # deliveries queued at once; beyond that new ones are dropped, each logged
+SIGNATURE_HEADER = "X-Agentwatch-Signature"
+TIMESTAMP_HEADER = "X-Agentwatch-Timestamp"
 
 
 def webhook_body(alert: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,33 +51,108 @@ def webhook_body(alert: Mapping[str, Any]) -> dict[str, Any]:
     return {k: alert[k] for k in FIELDS if k in alert}
 
 
-def slack_body(alert: Mapping[str, Any]) -> dict[str, Any]:
-    """A Slack incoming webhook's JSON: one line of text."""
+def headline(alert: Mapping[str, Any]) -> str:
+    """`[warning] loop builder`: the state (or severity while firing), the rule and who."""
     state = "resolved" if alert.get("state") == "resolved" else str(alert.get("severity", "alert"))
     who = alert.get("agent") or alert.get("host") or ""
-    head = f"[{state}] {alert.get('rule', '?')}" + (f" {who}" if who else "")
-    return {"text": f"{head}: {alert.get('summary', '')}"}
+    return f"[{state}] {alert.get('rule', '?')}" + (f" {who}" if who else "")
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """The signature header's value: sha256=<hex HMAC-SHA256 of `<timestamp>.<body>`>."""
+    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
+    return "sha256=" + mac.hexdigest()
+
+
+def split_urls(text: str) -> list[str]:
+    """URLs separated by commas or spaces; a comma inside one (`?to=a,b`) stays in it."""
+    return [u for u in _URL_GAP.split(text.strip()) if u]
+
+
+_URL_GAP = re.compile(r"[\s,]+(?=[A-Za-z][A-Za-z0-9+.-]*://)|\s+")
 
 
 def _where(url: str) -> str:
-    """Scheme and host of a URL, for log lines: the path and query of a webhook URL carry its secret."""
+    """Scheme and host of a URL, for log lines: its path, query and user part carry its secrets."""
     scheme, _, rest = url.partition("://")
-    host = rest.split("/", 1)[0].rpartition("@")[2]
+    host = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
     return f"{scheme}://{host}"
 
 
 class Sink:
-    """One receiver: a name for log lines, its URL, and how an alert becomes its request body."""
+    """The generic JSON webhook: a name for log lines, its URL, how an alert becomes its body, and
+    the secret that signs it ('' for none)."""
 
-    def __init__(self, name: str, url: str, body: Callable[[Mapping[str, Any]], dict[str, Any]]) -> None:
+    retry_any_failure = False
+
+    def __init__(
+        self, name: str, url: str, body: Callable[[Mapping[str, Any]], dict[str, Any]], secret: str = ""
+    ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"{name} sink: the URL must start with http:// or https:// (got {_where(url)})")
         self.name = name
         self.url = url
         self.body = body
+        self._secret = secret
+
+    @property
+    def where(self) -> str:
+        return _where(self.url)
 
     def __repr__(self) -> str:
-        return f"Sink({self.name}, {_where(self.url)})"
+        return f"Sink({self.name}, {self.where})"
+
+    def deliver(self, alert: Mapping[str, Any], timeout: float) -> tuple[int, str]:
+        """One POST: (HTTP status, 0 for no answer; a short reason without the URL)."""
+        data = json.dumps(self.body(alert), ensure_ascii=False).encode()
+        headers = {"Content-Type": "application/json"}
+        if self._secret:
+            stamp = str(int(time.time()))
+            headers[TIMESTAMP_HEADER] = stamp
+            headers[SIGNATURE_HEADER] = signature(self._secret, stamp, data)
+        return _post(self.url, data, headers, timeout)
+
+
+class AppriseSink:
+    """One Apprise URL: any service Apprise speaks to."""
+
+    retry_any_failure = True  # Apprise says only whether it worked
+
+    def __init__(self, url: str) -> None:
+        import apprise
+
+        plugin = apprise.Apprise.instantiate(url)
+        if plugin is None:
+            raise ValueError(f"AGENTWATCH_ALERT_URLS: Apprise does not know the URL {_where(url)}")
+        self.plugin = plugin
+        self.name = f"apprise {url.partition('://')[0]}"
+        self.url = url
+
+    @property
+    def where(self) -> str:
+        return _where(self.url)
+
+    def __repr__(self) -> str:
+        return f"AppriseSink({self.where})"
+
+    def deliver(self, alert: Mapping[str, Any], timeout: float) -> tuple[int, str]:
+        from apprise import NotifyType
+
+        kinds = {"critical": NotifyType.FAILURE, "warning": NotifyType.WARNING}
+        kind = NotifyType.SUCCESS if alert.get("state") == "resolved" else kinds.get(
+            str(alert.get("severity")), NotifyType.INFO
+        )  # fmt: skip
+        self.plugin.socket_connect_timeout = self.plugin.socket_read_timeout = timeout
+        try:
+            sent = self.plugin.notify(
+                body=str(alert.get("summary", "")), title=headline(alert), notify_type=kind
+            )
+        except Exception as exc:  # a plugin's own failure: one log line, not the watchdog's
+            return 0, type(exc).__name__
+        return (200, "sent") if sent else (0, "Apprise could not deliver it (its warning says why)")
+
+
+AnySink = Sink | AppriseSink
 
 
 class Sinks:
@@ -70,7 +160,7 @@ class Sinks:
 
     def __init__(
         self,
-        sinks: list[Sink],
+        sinks: list[AnySink],
         *,
         timeout: float = 5.0,
         attempts: int = 4,
@@ -90,12 +180,17 @@ class Sinks:
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] = os.environ) -> Sinks:
-        """The sinks AGENTWATCH_ALERT_WEBHOOK_URL and AGENTWATCH_ALERT_SLACK_URL name (either, both, none)."""
-        sinks = []
+        """The sinks AGENTWATCH_ALERT_WEBHOOK_URL and AGENTWATCH_ALERT_URLS name (either, both, none)."""
+        sinks: list[AnySink] = []
         if url := environ.get("AGENTWATCH_ALERT_WEBHOOK_URL", "").strip():
-            sinks.append(Sink("webhook", url, webhook_body))
-        if url := environ.get("AGENTWATCH_ALERT_SLACK_URL", "").strip():
-            sinks.append(Sink("slack", url, slack_body))
+            secret = environ.get("AGENTWATCH_ALERT_WEBHOOK_SECRET", "").strip()
+            sinks.append(Sink("webhook", url, webhook_body, secret))
+        urls = " ".join(
+            environ.get(name, "") for name in ("AGENTWATCH_ALERT_URLS", "AGENTWATCH_ALERT_SLACK_URL")
+        )
+        if urls.strip():
+            logging.getLogger("apprise").setLevel(logging.WARNING)  # its DEBUG lines print URLs whole
+            sinks.extend(AppriseSink(u) for u in split_urls(urls))
         timeout = _number(environ, "AGENTWATCH_ALERT_SINK_TIMEOUT", 5.0)
         attempts = int(_number(environ, "AGENTWATCH_ALERT_SINK_ATTEMPTS", 4))
         return cls(sinks, timeout=timeout, attempts=attempts)
@@ -129,21 +224,20 @@ class Sinks:
             await asyncio.gather(*pending, return_exceptions=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    async def _deliver(self, sink: Sink, alert: dict[str, Any]) -> bool:
-        data = json.dumps(sink.body(alert), ensure_ascii=False).encode()
+    async def _deliver(self, sink: AnySink, alert: dict[str, Any]) -> bool:
         why = ""
         for attempt in range(1, self.attempts + 1):
             loop = asyncio.get_running_loop()
-            status, why = await loop.run_in_executor(self._pool, _post, sink.url, data, self.timeout)
+            status, why = await loop.run_in_executor(self._pool, sink.deliver, alert, self.timeout)
             if 200 <= status < 300:
                 self.delivered += 1
                 return True
-            if not _retryable(status) or attempt == self.attempts:
+            if not (sink.retry_any_failure or _retryable(status)) or attempt == self.attempts:
                 break
             await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
         self.failed += 1
         log.warning("alert sink %s (%s): gave up on alert %s after %d tries: %s", sink.name,
-                    _where(sink.url), alert.get("id", "?"), attempt, why)  # fmt: skip
+                    sink.where, alert.get("id", "?"), attempt, why)  # fmt: skip
         return False
 
 
@@ -152,9 +246,8 @@ def _retryable(status: int) -> bool:
     return status in {0, 429} or status >= 500
 
 
-def _post(url: str, data: bytes, timeout: float) -> tuple[int, str]:
-    """POST JSON; the status (0 when there was no HTTP answer) and a short reason without the URL."""
-    headers = {"Content-Type": "application/json"}
+def _post(url: str, data: bytes, headers: dict[str, str], timeout: float) -> tuple[int, str]:
+    """POST; the status (0 when there was no HTTP answer) and a short reason without the URL."""
     req = urllib.request.Request(url, data=data, method="POST", headers=headers)  # noqa: S310 (Sink checks the scheme)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (Sink checks the scheme)

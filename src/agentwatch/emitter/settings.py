@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.contract import HOOK_EVENTS
-from agentwatch.emitter import jsonedit, settingsfile
+from agentwatch.emitter import jsonedit, settingsfile, telemetry
 
 Json = dict[str, Any]
 
@@ -294,7 +294,7 @@ def _target(path: Path) -> Path:
 def _only_ours(path: Path) -> bool:
     """True for a settings file that holds nothing but agentwatch's handlers."""
     try:
-        return not strip(read_settings(path)[1])
+        return not telemetry.strip(strip(read_settings(path)[1]))
     except SettingsError:
         return False
 
@@ -321,14 +321,18 @@ def _remove_created(
     return _deleted(removed), None
 
 
-def _update(path: Path, handler: Json | None, dry_run: bool) -> tuple[int, str, str | None]:
+def _update(
+    path: Path, handler: Json | None, dry_run: bool, otel: str | None = None
+) -> tuple[int, str, str | None]:
     """Apply the change to the file: (events changed, what became of the file for the result
-    line, dry-run diff or None)."""
+    line, dry-run diff or None). `otel`: the endpoint Claude Code's telemetry goes to (install);
+    an uninstall takes the telemetry settings out."""
     target = _target(path)
     old_text, old = read_settings(target)
     try:
         new, changed = _apply(old, handler)
-    except SettingsError as exc:
+        new = telemetry.add(new, otel) if otel else telemetry.strip(new) if handler is None else new
+    except (SettingsError, telemetry.TelemetryConflict) as exc:
         raise SettingsError(
             f"{path}: {exc}; it was left untouched. Fix the file and run the command again."
         ) from exc
@@ -355,15 +359,18 @@ def install(
     timeout: int = DEFAULT_TIMEOUT,
     async_: bool = False,
     dry_run: bool = False,
+    otel: str | None = None,
 ) -> str:
-    """Register agentwatch-emit on every REGISTERED_EVENT in `path`; return the one-line result
-    (with `dry_run`, the diff that would be applied, or "no change")."""
-    changed, written, diff = _update(path, make_handler(command, timeout, async_), dry_run)
+    """Register agentwatch-emit on every REGISTERED_EVENT in `path`, and with `otel` (an OTLP
+    endpoint) Claude Code's telemetry settings in its `env`; return the one-line result (with
+    `dry_run`, the diff that would be applied, or "no change")."""
+    _, written, diff = _update(path, make_handler(command, timeout, async_), dry_run, otel)
     if diff is not None:
         return diff
-    if not changed:
-        return f"agentwatch hooks already installed in {path} (no change)"
-    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events in {path}{written}"
+    also = f", and Claude Code's telemetry to {otel}" if otel else ""
+    if not written:
+        return f"agentwatch hooks{also} already installed in {path} (no change)"
+    return f"installed agentwatch hooks for {len(REGISTERED_EVENTS)} events{also} in {path}{written}"
 
 
 def uninstall(path: Path, dry_run: bool = False) -> str:
@@ -373,6 +380,8 @@ def uninstall(path: Path, dry_run: bool = False) -> str:
     changed, written, diff = _update(path, None, dry_run)
     if diff is not None:
         return diff
-    if not changed:
+    if not written:
         return f"no agentwatch hooks in {path} (no change)"
+    if not changed:
+        return f"removed Claude Code's telemetry settings from {path}{written}"
     return f"removed agentwatch hooks from {changed} events in {path}{written}"

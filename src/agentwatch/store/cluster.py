@@ -60,6 +60,10 @@ SHARDING_KEYS: Mapping[str, str] = {
     # The firing and resolved rows of one alert share its id.
     "alerts": "cityHash64(id)",
     "cost_states": "cityHash64(session_id)",
+    # Claude Code's OpenTelemetry records (014): a record posted twice has the same id.
+    "otel_logs": "cityHash64(id)",
+    "otel_metrics": "cityHash64(id)",
+    "otel_spans": "cityHash64(id)",
     # Rollups (009): written per shard by their materialized views and read with -Merge over all
     # shards, so the key only spreads the rows the backfill inserts through the Distributed table.
     "event_ids": "cityHash64(id)",

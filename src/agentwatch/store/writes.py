@@ -122,6 +122,11 @@ def _stored(client: Client, ids: list[str], *, plain: bool) -> set[str]:
 
 
 def insert_batch(client: Client, events: Sequence[bytes], messages: Sequence[bytes]) -> None:
+    """insert_new, its counts dropped (the store's default insert)."""
+    insert_new(client, events, messages)
+
+
+def insert_new(client: Client, events: Sequence[bytes], messages: Sequence[bytes]) -> tuple[int, int]:
     """Insert event envelopes into `events_in` (whose materialized view fills `events`) and
     message envelopes into `message_envelopes` (whose view fills `messages`): one raw_insert per
     non-empty list, of the envelopes not stored yet (`new_only`).
@@ -129,7 +134,7 @@ def insert_batch(client: Client, events: Sequence[bytes], messages: Sequence[byt
     Bodies are the envelope bytes as published: one compact JSON object each, no newline
     inside. Nothing is added per row: on the store's hot path every byte of Python work per event
     shows in its throughput (the subject is not stored: the contract derives it from event and
-    agent).
+    agent). Returns how many events and messages were new, and inserted.
     """
     events, messages = new_only(client, events, messages)
     events = trim_bodies(events, field_max_bytes())
@@ -143,6 +148,7 @@ def insert_batch(client: Client, events: Sequence[bytes], messages: Sequence[byt
             fmt="JSONEachRow",
             settings=INSERT_SETTINGS,
         )
+    return len(events), len(messages)
 
 
 DEAD_LETTER_COLUMNS: tuple[str, ...] = ("subject", "stream_seq", "deliveries", "reason", "body")
