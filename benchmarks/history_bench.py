@@ -34,11 +34,13 @@ import clickhouse_connect
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from agentwatch.store import queries  # noqa: E402
+from agentwatch.store import queries, session_queries  # noqa: E402
 from agentwatch.store.migrations import apply_migrations  # noqa: E402
 
 BLOCK = 1_000_000
 DAYS = 30
+# A word that occurs in one event of the history (its text), for the search (015_search.sql).
+NEEDLE = "QUOKKA_7731"
 # Bytes of disk one event takes in the engine, with its rollups, rounded up (measured at 1M).
 BYTES_PER_EVENT = 120
 
@@ -61,9 +63,14 @@ SELECT
         'SendMessage', 'TodoWrite', 'MultiEdit', 'NotebookEdit'][1 + cityHash64(s, intDiv(k - 1, 2)) % 12])
         AS tool_name,
     if(k = 0 OR k = 199, '', concat('tu-', toString(s), '-', toString(intDiv(k - 1, 2)))) AS tool_use_id,
-    'synthetic' AS text,
+    if(n = {needle_at}, 'pytest failed: {needle} in test_refund',
+       concat(['$ git status', 'Read src/app.py', 'Edit tests/test_api.py', '$ pytest -q', 'Grep retry',
+               'WebFetch https://docs.example.com/page'][1 + cityHash64(n) % 6], ' #',
+              toString(cityHash64(n, 2) % 100000))) AS text,
     multiIf(event = 'PostToolUseFailure', '{{"error":"Exit code 1","is_interrupt":false,"duration_ms":40}}',
-            event = 'PostToolUse', concat('{{"duration_ms":', toString(cityHash64(n) % 4000), '}}'),
+            event = 'PostToolUse',
+            concat('{{"duration_ms":', toString(cityHash64(n) % 4000), ',"tool_response":{{"stdout":"ok ',
+                   toString(cityHash64(n, 3) % 1000000), '"}}}}'),
             '{{}}') AS data,
     k + 1 AS seq
 FROM (SELECT number + {start} AS n, intDiv(n, 200) AS s, n % 200 AS k FROM numbers({count}))"""
@@ -97,7 +104,8 @@ def build(client: Any, total: int) -> float:
     span_ms = DAYS * 86_400_000
     for start in range(0, total, BLOCK):
         count = min(BLOCK, total - start)
-        values = {"start": start, "count": count, "total": total, "span_ms": span_ms}
+        values = {"start": start, "count": count, "total": total, "span_ms": span_ms,
+                  "needle_at": total // 3, "needle": NEEDLE}  # fmt: skip
         client.command(_EVENTS.format(**values))
         client.command(_MESSAGES.format(**{**values, "count": count // 100}))
         client.command(_USAGE.format(**{**values, "count": count // 20}))
@@ -172,7 +180,19 @@ def dashboard() -> list[tuple[str, queries.Query | SessionsTwoStep]]:
         ("session_costs view", queries.Query("SELECT * FROM session_costs")),
         ("agent_costs view", queries.Query("SELECT * FROM agent_costs")),
         ("cost_daily view", queries.Query("SELECT * FROM cost_daily")),
+        # `agentwatch search`: a word in one event, through the text indexes; the same question
+        # without them (a scan) is the reference. Without the query condition cache, which would
+        # remember which granules matched the run before: each run is a first search.
+        ("search, a rare word", _settings(session_queries.search(NEEDLE), "use_query_condition_cache = 0")),
+        (
+            "search, a rare word, no index (scan)",
+            _settings(session_queries.search(NEEDLE), "use_query_condition_cache = 0, use_skip_indexes = 0"),
+        ),
     ]
+
+
+def _settings(query: queries.Query, settings: str) -> queries.Query:
+    return queries.Query(f"{query.sql}\nSETTINGS {settings}", query.params)
 
 
 def time_query(client: Any, work: queries.Query | SessionsTwoStep, runs: int) -> float | str:
@@ -253,6 +273,9 @@ def main() -> int:
             )
         kept.append(size)
         print(f"background merges settled after {settle(client):.0f} s")
+        search = session_queries.search(NEEDLE)
+        found = len(client.query(search.sql, parameters=search.params).result_rows)
+        print(f"search {NEEDLE!r}: {found} event(s) found (1 expected)")
         for title, query in work:
             if args.only and not re.search(args.only, title):
                 continue

@@ -2,14 +2,17 @@
 how they are shown to a person.
 
 Standard library only: the hook reads its configuration through this module, so it imports
-nothing and builds nothing costly at import time (no dataclasses, no enum, no re).
+nothing and builds nothing costly at import time (no dataclasses, no enum, no re, and not even
+`os`, whose import builds the collections ABCs: a tenth of the interpreter's own start-up; the
+`posix` functions behind it are built in, and `os` is imported only off the hook's path).
 Each `AGENTWATCH_*` / `GENIE_*` variable the code reads is a `Setting` in SETTINGS; a test keeps
-the README's tables and the code's reads in step with it.
+docs/configuration.md's tables and the code's reads in step with it.
 """
 
 from __future__ import annotations
 
-import os
+import posix
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_NATS_PORT = 4222
 DEFAULT_DEADLINE_MS = 400
+DEFAULT_CONNECT_TIMEOUT = 5
 TRUTHY = frozenset({"1", "true", "yes", "on"})
 MASK = "***"
 
@@ -104,60 +108,123 @@ SETTINGS: tuple[Setting, ...] = (
             "the web dashboard's sign-in token (and other settings files)"),
     Setting("AGENTWATCH_WEB_MAX_SESSIONS", "4", "dashboard",
             "browser tabs `agentwatch web` serves at once (each runs its own dashboard)"),
+    Setting("AGENTWATCH_CONNECT_TIMEOUT", "5", "dashboard",
+            "seconds the commands, the dashboard and the collector wait for the bus or a ClickHouse server "
+            "to answer a new connection"),
     Setting("AGENTWATCH_ALERT_BELL", "1", "dashboard",
             "ring the terminal bell on a new firing alert (0: never)"),
 )  # fmt: skip
 NAMES = frozenset(s.name for s in SETTINGS)
 
 
-def data_dir(environ: Mapping[str, str] = os.environ) -> str:
+def environ_now() -> Mapping[str, str]:
+    """os.environ where os is loaded (it may have changed since the start); else the environment
+    the process started with, decoded as os.environ decodes it, without loading os."""
+    loaded = sys.modules.get("os")
+    if loaded is not None:
+        return loaded.environ  # type: ignore[no-any-return]
+    encoding = sys.getfilesystemencoding()
+    return {
+        k.decode(encoding, "surrogateescape"): v.decode(encoding, "surrogateescape")
+        for k, v in posix.environ.items()
+    }
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    if environ is not None:
+        return environ
+    import os
+
+    return os.environ
+
+
+def _join(head: str, tail: str) -> str:
+    """os.path.join for a relative `tail`."""
+    return head + tail if not head or head.endswith("/") else f"{head}/{tail}"
+
+
+def _absolute(path: str) -> str:
+    """os.path.abspath(os.path.expanduser(path)); os is loaded only for a path that is not
+    already absolute and normal (the hook's is)."""
+    dotted = f"{path}/"
+    if path.startswith("/") and "//" not in path and "/./" not in dotted and "/../" not in dotted:
+        return path.rstrip("/") or "/"
+    import os
+
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _home() -> str:
+    """os.path.expanduser("~"): $HOME, else the password database (through os)."""
+    home = posix.environ.get(b"HOME")
+    if home:
+        return home.decode(sys.getfilesystemencoding(), "surrogateescape").rstrip("/") or "/"
+    import os
+
+    return os.path.expanduser("~")
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> str:
     """AGENTWATCH_DATA_DIR, else $XDG_DATA_HOME/agentwatch, else ~/.local/share/agentwatch."""
+    environ = _environ(environ)
     explicit = environ.get("AGENTWATCH_DATA_DIR")
     if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
-    xdg = environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(xdg, "agentwatch")
+        return _absolute(explicit)
+    xdg = environ.get("XDG_DATA_HOME") or _join(_join(_home(), ".local"), "share")
+    return _join(xdg, "agentwatch")
 
 
-def config_dir(environ: Mapping[str, str] = os.environ) -> str:
+def config_dir(environ: Mapping[str, str] | None = None) -> str:
     """AGENTWATCH_CONFIG_DIR, else $XDG_CONFIG_HOME/agentwatch, else ~/.config/agentwatch."""
+    environ = _environ(environ)
     explicit = environ.get("AGENTWATCH_CONFIG_DIR")
     if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
-    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(xdg, "agentwatch")
+        return _absolute(explicit)
+    xdg = environ.get("XDG_CONFIG_HOME") or _join(_home(), ".config")
+    return _join(xdg, "agentwatch")
 
 
 def ensure_dir(path: str) -> str:
+    import os
+
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 
-def nats_url(environ: Mapping[str, str] = os.environ) -> str:
+def nats_url(environ: Mapping[str, str] | None = None) -> str:
     """AGENTWATCH_NATS_URL, else genie's GENIE_NATS_URL, else the local default."""
+    environ = _environ(environ)
     source = nats_url_source(environ)
     return DEFAULT_NATS_URL if source == "default" else environ[source].strip()
 
 
-def nats_url_source(environ: Mapping[str, str] = os.environ) -> str:
+def nats_url_source(environ: Mapping[str, str] | None = None) -> str:
     """Which variable nats_url() took its value from, or 'default'."""
+    environ = _environ(environ)
     for name in ("AGENTWATCH_NATS_URL", "GENIE_NATS_URL"):
         if environ.get(name, "").strip():
             return name
     return "default"
 
 
-def clickhouse_url(environ: Mapping[str, str] = os.environ) -> str:
+def clickhouse_url(environ: Mapping[str, str] | None = None) -> str:
     """AGENTWATCH_CLICKHOUSE_URL, else `chdb://<data dir>/clickhouse`."""
+    environ = _environ(environ)
     url = environ.get("AGENTWATCH_CLICKHOUSE_URL", "").strip()
     if url:
         return url
-    return "chdb://" + os.path.join(data_dir(environ), "clickhouse")
+    return "chdb://" + _join(data_dir(environ), "clickhouse")
 
 
 def is_embedded(clickhouse: str) -> bool:
     """An embedded (chDB) ClickHouse URL, which only one process may open."""
     return clickhouse.startswith("chdb:")
+
+
+def connect_timeout(environ: Mapping[str, str] | None = None) -> int:
+    """AGENTWATCH_CONNECT_TIMEOUT: how long a new connection to the bus or a ClickHouse server may
+    take to answer before it counts as a server that does not answer (whole seconds)."""
+    return number(_environ(environ), "AGENTWATCH_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
 
 
 def flag(environ: Mapping[str, str], name: str) -> bool:
@@ -298,9 +365,10 @@ def display_urls(url: str) -> str:
         return "<unparsable NATS URL>"
 
 
-def nats_options(url: str, environ: Mapping[str, str] = os.environ, *, name: str) -> dict[str, Any]:
+def nats_options(url: str, environ: Mapping[str, str] | None = None, *, name: str) -> dict[str, Any]:
     """nats-py connect options (also what FastStream's NatsBroker takes) for the bus at `url`:
     every connection agentwatch makes with nats-py is built from these."""
+    environ = _environ(environ)
     servers = parse_urls(url)
     opts: dict[str, Any] = {"servers": [s.plain() for s in servers], "name": name}
     first = servers[0]
@@ -339,28 +407,91 @@ def display_url(url: str) -> str:
 
 # --- why a server cannot be reached -------------------------------------------------------------
 
-# The four ways reaching the bus or a ClickHouse server fails, told apart by what the client
-# reported (its message and those of the exceptions behind it), and the first words that say so.
+# The four ways reaching the bus or a ClickHouse server fails. Each is told by words in what the
+# client reported (its message and those of the exceptions behind it: nats-py's, the hook's own
+# wire client's, clickhouse-connect's, Python's ssl), and each set of words has a short detail
+# of its own, so the one line is the same whichever client met the failure and whichever command
+# or screen shows it. An empty detail keeps the client's own words from the match to the end of
+# their clause ("certificate verify failed: self-signed certificate").
 CREDENTIALS, ABSENT, SILENT, TLS = "credentials", "absent", "silent", "tls"
-_PROBLEMS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (CREDENTIALS, ("authorization violation", "authentication failed", "authentication_failed",
-                   "code: 516", "code: 192", "user expired", "wrong password", "401 unauthorized",
-                   "403 forbidden", "status 401", "status 403", "http 401", "http 403")),
-    (TLS, ("ssl", "certificate", "tls")),
-    (ABSENT, ("connection refused", "errno 111", "name or service not known", "no route to host",
-              "temporary failure in name resolution", "nodename nor servname", "network is unreachable",
-              "no servers available", "cannot assign requested address")),
-    (SILENT, ("timed out", "timeout", "did not answer", "read timed out", "deadline")),
+NO_TLS = "the server does not speak TLS"
+CLOSED_IN_HANDSHAKE = "the server closed the connection during the TLS handshake"
+_PROBLEMS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    (CREDENTIALS, (
+        ("authorization violation", "Authorization Violation"),  # nats-server, any client
+        ("authentication expired", "User Authentication Expired"),
+        ("code: 516", "ClickHouse code 516: Authentication failed"),
+        ("authentication failed", "ClickHouse code 516: Authentication failed"),
+        ("authentication_failed", "ClickHouse code 516: Authentication failed"),
+        ("code: 194", "ClickHouse code 194: a password is required"),
+        ("required_password", "ClickHouse code 194: a password is required"),
+        ("code: 192", "ClickHouse code 192: unknown user"),
+        ("code: 193", "ClickHouse code 193: wrong password"),
+        ("http status 401", "HTTP 401"),
+        ("401 unauthorized", "HTTP 401"),
+        ("http status 403", "HTTP 403"),
+        ("403 forbidden", "HTTP 403"),
+    )),
+    (TLS, (
+        ("does not speak tls", NO_TLS),
+        ("does not require tls", "the server offers TLS but does not require it: nats-py would not use it"),
+        # A TLS client reading a plain server's greeting, as OpenSSL 3.0 and later versions say it.
+        ("wrong version number", NO_TLS),
+        ("record layer failure", NO_TLS),
+        ("packet length too long", NO_TLS),
+        ("certificate verify failed", ""),
+        ("tlsv1 alert", ""),
+        ("sslv3 alert", ""),
+        ("[ssl", ""),
+        ("ssleoferror", CLOSED_IN_HANDSHAKE),
+        ("eof occurred in violation of protocol", CLOSED_IN_HANDSHAKE),
+        ("_ssl.c", "the TLS handshake failed"),
+        ("sslerror", "the TLS handshake failed"),
+    )),
+    (ABSENT, (
+        ("connection refused", "connection refused"),
+        ("connectionrefusederror", "connection refused"),
+        ("errno 111", "connection refused"),
+        ("errno 61", "connection refused"),
+        ("name or service not known", "unknown host"),
+        ("temporary failure in name resolution", "unknown host"),
+        ("nodename nor servname", "unknown host"),
+        ("no route to host", "no route to host"),
+        ("network is unreachable", "network is unreachable"),
+        ("cannot assign requested address", "cannot assign requested address"),
+        ("no servers available", "no server available"),
+    )),
+    (SILENT, (
+        ("timed out", "timed out"),
+        ("timeouterror", "timed out"),
+        ("timeout", "timed out"),
+        ("deadline", "timed out"),
+        ("did not answer", "timed out"),
+    )),
 )  # fmt: skip
+_CLAUSE_ENDS = (" (", ")", ";", "'", '"', ",", " for url")
+
+
+def _problem(reason: str) -> tuple[str, str]:
+    """(kind, detail) of a client's error text; ('', '') when none of the four."""
+    text = reason.lower()
+    for kind, words in _PROBLEMS:
+        for word, detail in words:
+            at = text.find(word)
+            if at < 0:
+                continue
+            if detail:
+                return kind, detail
+            # The client's own words, from the match to the end of their clause.
+            clause = reason[at:]
+            ends = [i for i in (clause.find(end) for end in _CLAUSE_ENDS) if i > 0]
+            return kind, clause[: min(ends)].strip(" :]") if ends else clause.strip(" :]")
+    return "", ""
 
 
 def problem_kind(reason: str) -> str:
     """credentials, tls, absent or silent for a client's error text; '' when none of them."""
-    text = reason.lower()
-    for kind, words in _PROBLEMS:
-        if any(word in text for word in words):
-            return kind
-    return ""
+    return _problem(reason)[0]
 
 
 def reason_chain(exc: BaseException) -> str:
@@ -379,28 +510,37 @@ def reason_chain(exc: BaseException) -> str:
 def unreachable(system: str, where: str, reason: str) -> str:
     """One line for a bus or ClickHouse server that cannot be used, saying which setting to fix.
 
-    `system` is "bus" or "clickhouse"; `where` the masked address; `reason` what the client said."""
-    setting = "AGENTWATCH_NATS_URL" if system == "bus" else "AGENTWATCH_CLICKHOUSE_URL"
-    name = "the NATS server" if system == "bus" else "the ClickHouse server"
-    short = reason if len(reason) <= 200 else reason[:197] + "..."
-    kind = problem_kind(reason)
+    `system` is "bus" or "clickhouse"; `where` the masked address; `reason` what the client said.
+    The line ends with a short detail that depends on the kind of failure only, never on which
+    client met it, so every command and the dashboard say the same line for the same failure."""
+    bus = system == "bus"
+    setting = "AGENTWATCH_NATS_URL" if bus else "AGENTWATCH_CLICKHOUSE_URL"
+    name = "the NATS server" if bus else "the ClickHouse server"
+    kind, detail = _problem(reason)
     if kind == CREDENTIALS:
-        extra = " (or AGENTWATCH_NATS_CREDS / AGENTWATCH_NATS_NKEY)" if system == "bus" else ""
-        return (
-            f"{name} at {where} refused the credentials: fix the user and password in {setting}{extra} "
-            f"({short})"
-        )
+        extra = " (or AGENTWATCH_NATS_CREDS / AGENTWATCH_NATS_NKEY)" if bus else ""
+        fix = f"fix the user and password in {setting}{extra}"
+        return f"{name} at {where} refused the credentials: {fix} ({detail})"
     if kind == TLS:
         files = (
-            "AGENTWATCH_NATS_CA, AGENTWATCH_NATS_CERT, AGENTWATCH_NATS_KEY" if system == "bus" else setting
+            "AGENTWATCH_NATS_CA, AGENTWATCH_NATS_CERT, AGENTWATCH_NATS_KEY"
+            if bus
+            else "the server's certificate"
         )
-        return f"TLS with {name} at {where} failed: check the certificates ({files}) and the scheme ({short})"
+        scheme = "tls:// or nats://" if bus else "https:// or http://"
+        check = f"check {files} and the scheme ({scheme}) of {setting}"
+        return f"TLS with {name} at {where} failed: {check} ({detail})"
     if kind == ABSENT:
-        start = "start it with `agentwatch up`, or " if system == "bus" else ""
-        return f"no server answers at {where}: {start}point {setting} at a running one ({short})"
+        start = (
+            "start one (`agentwatch up` does, for a local URL without credentials)"
+            if bus
+            else "start ClickHouse there"
+        )
+        return f"no server answers at {where}: {start}, or point {setting} at a running one ({detail})"
     if kind == SILENT:
         return (
-            f"{name} at {where} accepts connections but does not answer: check the host and port in "
-            f"{setting} (is it the right service?) and its load ({short})"
+            f"the server at {where} took the connection but sent nothing back: check that {setting} names "
+            f"{name}'s host and port, and that it is not overloaded ({detail})"
         )
+    short = reason if len(reason) <= 200 else reason[:197] + "..."
     return f"cannot use {name} at {where}: {short}; check {setting}"

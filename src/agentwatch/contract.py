@@ -8,12 +8,12 @@ Standard library only, and light to import: it is on the hook's path, which must
 than starting the interpreter.
 
 Subjects keep genie's names (`genie.tool.{agent}.call`, `genie.msg.{recipient}`, ...) and extend
-them to every hook event; see SUBJECTS below and the README's "Wire contract".
+them to every hook event; see SUBJECTS below and docs/wire.md.
 """
 
 from __future__ import annotations
 
-import os
+import posix  # os.urandom without os: see config.py
 import time
 
 from agentwatch.jsonfast import JSONError, dumpb, loads
@@ -183,7 +183,7 @@ def new_event_id(now: float | None = None) -> str:
     Lexical order is time order, so ids sort like the events they name.
     """
     ms = int((time.time() if now is None else now) * 1000)
-    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    value = (ms << 80) | int.from_bytes(posix.urandom(10), "big")
     chars = []
     for _ in range(26):
         chars.append(_CROCKFORD[value & 31])
@@ -255,7 +255,7 @@ def main_agent_name(payload: Mapping[str, Any], environ: Mapping[str, str]) -> s
 
 
 def identify(payload: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[str, str, str]:
-    """(agent, team, parent_agent) of a hook payload; the rule is in the README ("Agent identity").
+    """(agent, team, parent_agent) of a hook payload; the rule is in docs/wire.md ("Agent identity").
 
     Inside a subagent or teammate (the payload has `agent_id`), the event is that agent's:
     a teammate by its name (`teammate_name`, or `agent_type` when `agent_id` is `a<name>-<hex>`),

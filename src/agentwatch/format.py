@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterable
 
 
 def human_bytes(n: float) -> str:
@@ -171,3 +172,11 @@ def utc_seconds(value: object) -> float | None:
 
 
 _SECONDS: dict[str, int] = {}  # "2026-11-24T09:00:00" -> its Unix time in milliseconds
+
+
+def tool_counts(tools: Iterable[str]) -> str:
+    """`Bash ×3, Read, Edit ×2`: tools in the order first used, each with how often."""
+    counts: dict[str, int] = {}
+    for tool in tools:
+        counts[tool] = counts.get(tool, 0) + 1
+    return ", ".join(f"{tool} ×{n}" if n > 1 else tool for tool, n in counts.items())

@@ -135,6 +135,57 @@ def summarize(event: str, p: Mapping[str, Any]) -> str:
         return one_line(f"{verb}: {change}" + (f" ({source})" if source else ""))
     if event == "Notification":
         return one_line(p.get("message")) or _str(p.get("notification_type")) or "notification"
+    return _bookkeeping(event, p) or _other(event, p)
+
+
+def _bookkeeping(event: str, p: Mapping[str, Any]) -> str:
+    """The events that say how the work is kept (tui/model.BOOKKEEPING folds most of them away)."""
+    if event == "PostToolBatch":
+        calls = p.get("tool_calls")
+        tools = (
+            [_str(c.get("tool_name")) for c in calls if isinstance(c, dict)]
+            if isinstance(calls, list)
+            else []
+        )
+        counts: dict[str, int] = {}
+        for tool in tools:
+            counts[tool or "tool"] = counts.get(tool or "tool", 0) + 1
+        named = ", ".join(f"{t} ×{n}" if n > 1 else t for t, n in counts.items())
+        return one_line(
+            f"{len(tools)} tool call{'s' if len(tools) != 1 else ''} done" + (f": {named}" if named else "")
+        )
+    if event == "InstructionsLoaded":
+        why = _str(p.get("load_reason"))
+        return one_line(
+            f"instructions loaded: {_str(p.get('file_path')) or '?'}" + (f" ({why})" if why else "")
+        )
+    if event == "CwdChanged":
+        return one_line(f"cd {_str(p.get('new_cwd')) or '?'}")
+    if event == "FileChanged":
+        return one_line(f"file changed: {_str(p.get('file_path')) or '?'}")
+    if event == "ConfigChange":
+        return one_line(f"settings changed: {_str(p.get('file_path')) or _str(p.get('source')) or '?'}")
+    if event == "Setup":
+        return f"setup ({_str(p.get('trigger')) or 'init'})"
+    return ""
+
+
+def _other(event: str, p: Mapping[str, Any]) -> str:
+    """Compaction, worktrees, elicitations, message display, and events not invented yet."""
+    if event in ("PreCompact", "PostCompact"):
+        verb = "compacting the context" if event == "PreCompact" else "context compacted"
+        return f"{verb} ({_str(p.get('trigger')) or 'auto'})"
+    if event in ("WorktreeCreate", "WorktreeRemove"):
+        verb = "worktree created" if event == "WorktreeCreate" else "worktree removed"
+        return one_line(f"{verb}: {_str(p.get('worktree_path')) or _str(p.get('name')) or '?'}")
+    if event == "Elicitation":
+        return one_line(
+            f"asks for input: {one_line(p.get('message')) or _str(p.get('mcp_server_name')) or '?'}"
+        )
+    if event == "ElicitationResult":
+        return one_line(f"input {_str(p.get('action')) or 'answered'}")
+    if event == "MessageDisplay":
+        return one_line(p.get("message")) or "message shown"
     for key in ("file_path", "new_cwd", "directory", "worktree_path", "trigger", "source", "reason"):
         if isinstance(p.get(key), str):
             return one_line(f"{event} {p[key]}")

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,9 +86,12 @@ def test_the_bare_install_runs_the_hook_and_its_commands(wheel: Path, tmp_path: 
     status = run(bin_dir, "agentwatch", "spool", "status", env=env)
     assert status.returncode == 0 and b"pending:  1 event message(s)" in status.stdout, status.stderr
     doctor = run(bin_dir, "agentwatch", "doctor", "--runs", "1", "--timeout", "0.5", env=env)
-    assert doctor.returncode == 1 and b"does NOT answer" in doctor.stdout and b"hook time:" in doctor.stdout
+    assert (
+        doctor.returncode == 1 and b"no server answers at" in doctor.stdout and b"hook time:" in doctor.stdout
+    )
     printed = run(bin_dir, "agentwatch", "hooks", "print", env=env)
     assert printed.returncode == 0 and "Stop" in json.loads(printed.stdout)["hooks"], printed.stderr
+    assert_registered_command_runs(json.loads(printed.stdout), bin_dir, env, pending=2)
     needs = [(["sql", "SELECT 1"], "tui"), (["status"], "tui"), (["up"], "consumers"),
              (["store"], "consumers"), (["demo", "--count", "1"], "tui"), (["tui"], "tui"),
              (["web"], "web")]  # fmt: skip
@@ -96,6 +101,60 @@ def test_the_bare_install_runs_the_hook_and_its_commands(wheel: Path, tmp_path: 
         assert result.returncode == 2, (command, err)
         assert f"pip install 'agentwatch[{extra}]'" in err and "Traceback" not in err, (command, err)
         assert len(err.strip().splitlines()) == 1, (command, err)
+
+
+def assert_registered_command_runs(
+    snippet: dict[str, Any], bin_dir: Path, env: dict[str, str], pending: int
+) -> None:
+    """The command `hooks print` gives runs the hook as Claude Code would (by a shell), without
+    `site`: its interpreter under -X importtime shows what the script loaded."""
+    (handler,) = snippet["hooks"]["Stop"][0]["hooks"]
+    command = handler["command"]
+    words = shlex.split(command.removeprefix("trap '' HUP INT TERM; exec "))
+    assert command.startswith("trap '' HUP INT TERM; exec ") and words == [
+        str(bin_dir / "python"), "-IS", str(bin_dir / "agentwatch-emit")
+    ], command  # fmt: skip
+    hook = subprocess.run(
+        ["/bin/sh", "-c", command], input=PAYLOAD, env=env, capture_output=True, timeout=60, check=False
+    )
+    assert (hook.returncode, hook.stdout, hook.stderr) == (0, b"", b"")
+    status = run(bin_dir, "agentwatch", "spool", "status", env=env)
+    assert f"pending:  {pending} event message(s)".encode() in status.stdout, status.stdout
+    traced = subprocess.run(
+        [words[0], "-X", "importtime", *words[1:]],
+        input=PAYLOAD,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    loaded = {line.split(b"|")[-1].strip() for line in traced.stderr.splitlines()}
+    assert b"agentwatch.emitter.hook" in loaded and b"site" not in loaded, traced.stderr[-2000:]
+
+
+def test_an_editable_install_runs_the_registered_command_without_site(tmp_path: Path) -> None:
+    """`pip install -e`: the package is found through a .pth file, which -S skips; the script
+    reads that file itself."""
+    where = tmp_path / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(where)], check=True, timeout=120)
+    result = subprocess.run(
+        [str(where / "bin" / "python"), "-m", "pip", "install", "-q", "-e", str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not (
+        where / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages" / "agentwatch"
+    ).exists()
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+    printed = run(where / "bin", "agentwatch", "hooks", "print", env=env)
+    assert printed.returncode == 0, printed.stderr
+    assert_registered_command_runs(json.loads(printed.stdout), where / "bin", env, pending=1)
 
 
 @pytest.fixture

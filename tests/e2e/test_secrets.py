@@ -82,7 +82,7 @@ def test_no_command_prints_the_bus_password(
 def test_up_refuses_a_remote_bus_that_is_down_without_the_password(tmp_path: Path) -> None:
     env = env_for(tmp_path, f"nats://agent:{SECRET}@127.0.0.1:{free_port()}")
     result = run_cli("up", env=env, timeout=60)
-    assert result.returncode == 2 and "no NATS answers at nats://agent:***@127.0.0.1" in result.stderr
+    assert result.returncode == 2 and "no server answers at nats://agent:***@127.0.0.1" in result.stderr
     no_secret("`agentwatch up`", result.stdout + result.stderr)
     scan_files(tmp_path / "data")
 
@@ -133,10 +133,14 @@ async def test_the_dashboard_never_shows_the_password(up: bool, auth_bus: NatsSe
             for _ in range(150):  # until the status line says what it found: connected, or unreachable
                 await pilot.pause(0.1)
                 status = str(app.query_one("#status").render())
-                # The bus's own verdict on the status line (not the store's "unreachable", which may
-                # come first, nor bus_ok before the line is repainted).
+                # The bus's own verdict on the status line (not the store's, which may come first,
+                # nor bus_ok before the line is repainted).
                 said = "connecting to the bus" not in status
-                found = (app.bus_ok and "store: not asked" not in status) if up else "unreachable" in status
+                found = (
+                    (app.bus_ok and "store: not asked" not in status)
+                    if up
+                    else "○ no server answers" in status
+                )
                 if said and found:
                     break
             # The status as it was when it said so: a down bus's line goes back to "connecting"

@@ -237,7 +237,7 @@ def test_the_dashboard_in_a_real_browser(web: Web, tmp_path: Path) -> None:
             mark = len(screen.text())
             page.keyboard.press("?")
             screen.wait_for(
-                page, lambda t: "Live view" in t[mark:] and "Anywhere" in t[mark:], "the help after `?`"
+                page, lambda t: "Live view" in t[mark:] and "this help" in t[mark:], "the help after `?`"
             )
             (first,) = _wait_children(web.pid, 1)
 

@@ -46,6 +46,8 @@ def split(messages: list[Msg]) -> tuple[list[dict[str, Any]], list[dict[str, Any
         env = decode_envelope(msg.data)
         assert msg.headers is not None
         assert msg.headers[MSG_ID_HEADER] == env["id"]
+        if msg.subject.endswith(".usage"):
+            continue  # the demo's token usage: see test_the_first_minute_costs
         (companions if msg.subject.startswith("genie.msg.") else events).append(env)
     return events, companions
 
@@ -200,7 +202,7 @@ async def test_run_publishes_exactly_count_events_and_their_companions(
     events, companions = split(messages)
     assert len(events) == n
     assert len(companions) == companions_expected
-    assert [m.subject for m in messages] == expected_subjects
+    assert [m.subject for m in messages if not m.subject.endswith(".usage")] == expected_subjects
 
     assert {e["team"] for e in events + companions} == {"demo"}
     assert {e["host"] for e in events} == {DEMO_HOST}
@@ -320,3 +322,30 @@ def test_register_adds_the_demo_command() -> None:
     for bad in (["--agents", "99"], ["--count", "0"], ["--rate", "-1"], ["--duration", "0"]):
         with pytest.raises(SystemExit):
             parser.parse_args(["demo", *bad])
+
+
+def test_the_first_minute_costs() -> None:
+    """The demo's model steps carry token usage with priced models: the store's own pricing puts a
+    cost on the first simulated minute, and every usage envelope names an agent of the hook events."""
+    from agentwatch.demo.usage import usage_messages
+    from agentwatch.store.usage import USAGE_COLUMNS, usage_rows
+
+    events = [(t, p) for t, p in first_events(SEED, 20_000) if t <= 60]
+    bodies, agents = [], set()
+    for _, payload in events:
+        for _, _, body in encode_event(payload, {"GENIE_TEAM": "demo"}):
+            agents.add(decode_envelope(body)["agent"])
+        bodies += [body for _, _, body in usage_messages(payload, {"GENIE_TEAM": "demo"}, host=DEMO_HOST)]
+    assert len(bodies) >= 10
+    found = usage_rows(bodies)
+    assert not found.bad
+    cost_at = [name for name, _ in USAGE_COLUMNS].index("cost_usd")
+    costs = [row[cost_at] for row in found.usage]
+    assert all(c is not None and c > 0 for c in costs)
+    assert sum(costs) > 0.05
+    assert {decode_envelope(b)["agent"] for b in bodies} <= agents
+    # The same seed, the same usage.
+    again = [b for _, p in events for _, _, b in usage_messages(p, {"GENIE_TEAM": "demo"}, host=DEMO_HOST)]
+    assert [decode_envelope(b)["input_tokens"] for b in again] == [
+        decode_envelope(b)["input_tokens"] for b in bodies
+    ]

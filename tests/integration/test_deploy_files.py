@@ -383,8 +383,14 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
     # data), and DROP TABLE on single tables a migration drops, each a copy a materialized view
     # filled from the events (never the events, messages, usage or alerts themselves).
     grantable: dict[str, set[str]] = {"VIEW": set(), "TABLE": set()}
+    indexed: set[str] = set()
     for grant in grants(users, "agentwatch_store"):
-        if grant not in database_wide:
+        index = re.fullmatch(
+            r"GRANT ALTER ADD INDEX, ALTER MATERIALIZE INDEX ON agentwatch\.(\w+)", grant.strip()
+        )
+        if index:
+            indexed.add(index.group(1))
+        elif grant not in database_wide:
             match = re.fullmatch(r"GRANT DROP (VIEW|TABLE) ON agentwatch\.(\w+)", grant.strip())
             assert match, f"only DROP VIEW or DROP TABLE on one name besides the database-wide grant: {grant}"
             grantable[match.group(1)].add(match.group(2))
@@ -393,6 +399,7 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
     # replacing or dropping one of those views, or dropping one of those copies.
     dropped: dict[str, set[str]] = {"VIEW": set(), "TABLE": set()}
     filled: set[str] = set()
+    index_needed: set[str] = set()
     for _, name, sql in migrations():
         for statement in split_statements(sql):
             head = _body(statement).split("\n")[0]
@@ -406,6 +413,10 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
                     f"{name}: {head} drops a table no materialized view filled"
                 )
                 dropped[drop.group(1)].add(drop.group(2))
+                continue
+            index = re.fullmatch(r"ALTER TABLE (\w+) (ADD INDEX IF NOT EXISTS|MATERIALIZE INDEX) .*", head)
+            if index:  # an index is derived from the rows: adding or building one loses nothing
+                index_needed.add(index.group(1))
                 continue
             mv = re.fullmatch(r"CREATE MATERIALIZED VIEW IF NOT EXISTS \w+ TO (\w+) AS", head)
             if mv:
@@ -421,6 +432,7 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
                 f"{name}: {head} needs another privilege for agentwatch_store"
             )
     assert dropped == grantable
+    assert index_needed == indexed == {"events"}
     assert dropped["TABLE"] == {"call_events", "agent_rollup", "cost_by_agent"}
     kept = {"events", "messages", "message_envelopes", "usage", "alerts", "dead_letters"}
     assert not dropped["TABLE"] & kept

@@ -34,7 +34,8 @@ def test_doctor_with_bus_down_shows_spool_and_crash_log(tmp_path: Path) -> None:
     result = run_cli("doctor", "--runs", "2", "--timeout", "0.5", env=env)
     assert result.returncode == 1
     out = result.stdout
-    assert "does NOT answer" in out and "agentwatch up" in out
+    # The line every command says for no server there, naming the setting to fix.
+    assert "no server answers at nats://user:***@127.0.0.1" in out and "AGENTWATCH_NATS_URL" in out
     assert "hunter2" not in out, "the password in the URL is never printed"
     assert "user:***@" in out
     assert "spool:     1 message(s)" in out and "agentwatch spool flush" in out

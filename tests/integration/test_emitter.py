@@ -594,18 +594,33 @@ def imported_modules(command: list[str], stdin: bytes, env: dict[str, str]) -> s
 
 
 def test_hook_imports_only_the_standard_library(shared_nats: NatsServer, tmp_path: Path) -> None:
-    """A fresh interpreter runs the installed hook; -X importtime lists every module it loaded.
+    """A fresh interpreter runs the installed hook as `hooks install` registers it (-I -S); -X
+    importtime lists every module it loaded, on its second run (the first makes the data dir).
 
-    What the interpreter loads by itself at start-up (site, a distribution's sitecustomize such as
-    Debian's apport hook, a virtualenv's helpers) is measured with a bare `-c pass` and left out:
-    only the hook's own imports are held to the budget, on any Python 3.11+."""
+    What the interpreter loads by itself at start-up (with -I -S: the codecs) is measured with
+    a bare `-c pass` and left out: only the hook's own imports are held to the budget, on any
+    Python 3.11+. Without `site`, not even `os` is one of them."""
+    env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=shared_nats.url)
+    start_up = imported_modules(["-I", "-S", "-c", "pass"], b"", env)
+    payload = json.dumps(FIXTURES[5][1]).encode()
+    imported_modules(["-I", "-S", tool("agentwatch-emit")], payload, env)
+    modules = imported_modules(["-I", "-S", tool("agentwatch-emit")], payload, env)
+    hooks_own = modules - start_up
+    assert "agentwatch.emitter.hook" in hooks_own
+    third_party = {m for m in hooks_own if m.split(".")[0] not in sys.stdlib_module_names | {"agentwatch"}}
+    assert third_party == set()
+    heavy = {"asyncio", "ssl", "socket", "json", "re", "enum", "typing", "dataclasses", "nats", "logging",
+             "selectors", "contextlib", "os", "site", "fcntl"}  # fmt: skip
+    assert hooks_own & heavy == set(), "the hook's normal path must stay light"
+
+
+def test_the_hook_run_with_site_stays_in_the_budget(shared_nats: NatsServer, tmp_path: Path) -> None:
+    """Run by hand (its #! line: Python with site) the hook imports nothing heavy either."""
     env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=shared_nats.url)
     start_up = imported_modules(["-c", "pass"], b"", env)
     modules = imported_modules([tool("agentwatch-emit")], json.dumps(FIXTURES[5][1]).encode(), env)
     hooks_own = modules - start_up
     assert "agentwatch.emitter.hook" in hooks_own
-    third_party = {m for m in hooks_own if m.split(".")[0] not in sys.stdlib_module_names | {"agentwatch"}}
-    assert third_party == set()
     heavy = {"asyncio", "ssl", "socket", "json", "re", "enum", "typing", "dataclasses", "nats", "logging",
              "selectors", "contextlib"}  # fmt: skip
     assert hooks_own & heavy == set(), "the hook's normal path must stay light"

@@ -17,15 +17,18 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import termios
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from agentwatch.emitter.settings import LAUNCH, hook_command
 from tests.conftest import clean_env, free_port, run_cli, run_emit, tool
 from tests.integration.test_store import Service, sql_rows, wait_rows
 from tests.services import NatsServer
@@ -172,12 +175,23 @@ def test_killed_hooks_lose_nothing_on_any_bus(
         assert "pending:  0 event message(s)" in status.stdout, status.stdout
     must = {i for i, read_whole, _, _ in results if read_whole}
     # A sanity check that the kills came after the read often enough to test something; on a loaded
-    # machine the interpreter reaches its read later, so fewer of them do.
-    assert len(must) >= len(jobs) * 0.5, "most runs had read their stdin when they were killed"
-    wait_rows(
-        store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'kill-test-session'", len(must)
-    )
-    time.sleep(1.0)  # anything still on its way
+    # machine the interpreter reaches its read later, so fewer of them do (147 of 300 at a load of
+    # 15, this test under nice).
+    assert len(must) >= len(jobs) * 0.25, "a quarter of the runs had read their stdin when killed"
+    # Until every run that must be there is (the count of rows alone reaches len(must) early: runs
+    # stopped before their read ended are stored too, and on a loaded machine the store lags).
+    deadline = time.monotonic() + 60
+    while True:
+        rows = sql_rows(
+            store_env,
+            "SELECT JSONExtractString(data, 'prompt') AS prompt, count() AS n, uniqExact(id) AS ids "
+            "FROM events WHERE session_id = 'kill-test-session' GROUP BY prompt",
+        )
+        stored = {int(r["prompt"].split()[1]): (int(r["n"]), int(r["ids"])) for r in rows}
+        if must <= set(stored) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    time.sleep(1.0)  # a copy still on its way would show below
     rows = sql_rows(
         store_env,
         "SELECT JSONExtractString(data, 'prompt') AS prompt, count() AS n, uniqExact(id) AS ids "
@@ -191,6 +205,141 @@ def test_killed_hooks_lose_nothing_on_any_bus(
     )
     assert int(final[0]["n"]) == int(final[0]["ids"]) == len(stored), "each event stored exactly once"
     assert all(ids == 1 for _, ids in stored.values()), "one id per run: a re-send is the same event"
+
+
+def sigterm_phase(pid: int, script: str, stdin_unread: bool) -> str:
+    """Where the run was when SIGTERM came, from what SIGTERM would do to it (/proc/PID/status),
+    which program it was running (the shell, or `script`'s interpreter) and whether its stdin was
+    still in the pipe."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "finished"
+    fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+    bit = 1 << (signal.SIGTERM - 1)
+    caught = int(fields.get("SigCgt", "0"), 16) & bit
+    ignored = int(fields.get("SigIgn", "0"), 16) & bit
+    if not caught and not ignored:
+        if script.encode() in argv:  # the interpreter, started after the trap: it must ignore it
+            return "unprotected in the hook's interpreter"
+        return "before the command's first instruction"  # still in exec, or the shell starting
+    if not stdin_unread:
+        return "after the hook read its stdin"
+    return "before the hook read its stdin" if caught else "while Python started"
+
+
+@pytest.fixture
+def busy_cores() -> Iterator[int]:
+    """A busy process on every core: a machine loaded by agents' builds and tests."""
+    count = os.cpu_count() or 2
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield count
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def stopped_early(
+    index: int, command: str, script: str, env: dict[str, str], offset: float
+) -> tuple[int, str, int, bytes]:
+    """One hook run as Claude Code starts it (the registered command, by a shell; the payload
+    written and stdin closed at once), sent SIGTERM `offset` s after the spawn: (index, where it
+    was then (sigterm_phase), exit status, stdout). The test keeps a read end of the pipe to see
+    whether the hook had read its stdin."""
+    payload = json.dumps(
+        {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": EARLY_SESSION,
+            "cwd": "/tmp",
+            "prompt": f"run {index}",
+        }
+    ).encode()
+    read_end, write_end = os.pipe()
+    try:
+        spawned = time.monotonic()
+        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=read_end, stdout=subprocess.PIPE, env=env)
+        os.write(write_end, payload)
+        os.close(write_end)
+        write_end = -1
+        time.sleep(max(0.0, spawned + offset - time.monotonic()))
+        phase = sigterm_phase(proc.pid, script, unread(read_end) > 0)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        return index, phase, proc.returncode, out
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+EARLY_SESSION = "early-stop-session"
+EARLY_RUNS = 100
+
+
+def test_a_stop_signal_right_after_the_spawn_loses_nothing_on_a_loaded_machine(
+    store: tuple[NatsServer, dict[str, str]], tmp_path: Path, busy_cores: int
+) -> None:
+    """Claude Code has sent SIGTERM 44 ms after starting a hook. On a loaded machine Python may not
+    have reached the hook's first line by then: the registered command ignores the stop signals
+    from its first instruction until the script's handlers take over. 100 runs, every core busy,
+    SIGTERM 20 to 100 ms after the spawn, half on a bus that is up and half on one that is down:
+    every event is stored exactly once after `spool flush`.
+
+    What nothing can save is a signal before the shell ran the command's first instruction (the
+    process still in exec, or the shell starting): such a run is killed with its event unread. That
+    takes a shell more than 20 ms only when other work starves it (a shared machine, a test run
+    under `nice`): the test tells those runs apart by the program the process runs (the shell, not
+    yet the hook's interpreter, which must be ignoring SIGTERM), says how many there were, and
+    checks every other run."""
+    server, store_env = store
+    script = tool("agentwatch-emit")
+    command = hook_command(script)
+    assert command.startswith(LAUNCH), command
+    rng = random.Random(26)  # noqa: S311 - signal offsets, reproducible
+    jobs = []
+    for index in range(EARLY_RUNS):
+        bus = "up" if index % 2 else "down"
+        url = server.url if bus == "up" else f"nats://127.0.0.1:{free_port()}"
+        env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / f"hook-{bus}"), AGENTWATCH_NATS_URL=url)
+        jobs.append((index, command, script, env, rng.uniform(0.02, 0.1)))
+    results = [stopped_early(*job) for job in jobs]  # one at a time: the load is the busy cores
+    phases = Counter(phase for _, phase, _, _ in results)
+    print(f"SIGTERM 20-100 ms after the spawn, {busy_cores} busy cores: {dict(phases)}")
+    # Killed before the command's first instruction. (One seen there may still have run its trap
+    # before the signal landed: then it must exit 0 and keep its event like any other.)
+    unstarted = {
+        index for index, phase, code, _ in results if phase.startswith("before the command") and code < 0
+    }
+    for (index, phase, code, out), job in zip(results, jobs, strict=True):
+        expected = -signal.SIGTERM if index in unstarted else 0
+        assert (code, out) == (expected, b""), (
+            f"run {index}: exit {code}, stdout {out[:80]!r}; SIGTERM at {job[4] * 1000:.0f} ms, {phase}"
+        )
+    assert len(unstarted) <= EARLY_RUNS // 10, f"the shell hardly ever started in time: {dict(phases)}"
+    for data_dir in sorted(tmp_path.glob("hook-*")):
+        flush = run_cli(
+            "spool", "flush", env=clean_env(AGENTWATCH_DATA_DIR=str(data_dir), AGENTWATCH_NATS_URL=server.url)
+        )
+        assert flush.returncode == 0, flush.stdout + flush.stderr
+    kept = EARLY_RUNS - len(unstarted)
+    query = "SELECT count() AS n FROM events FINAL WHERE session_id = 'early-stop-session'"
+    wait_rows(store_env, query, kept)
+    time.sleep(1.0)  # anything still on its way
+    rows = sql_rows(
+        store_env,
+        "SELECT JSONExtractString(data, 'prompt') AS prompt, count() AS n, uniqExact(id) AS ids "
+        "FROM events WHERE session_id = 'early-stop-session' GROUP BY prompt",
+    )
+    stored = {int(r["prompt"].split()[1]): int(r["ids"]) for r in rows}
+    assert set(stored) == set(range(EARLY_RUNS)) - unstarted, (
+        f"lost: {sorted(set(range(EARLY_RUNS)) - set(stored))}"
+    )
+    assert set(stored.values()) == {1}, "one id per run: a re-send is the same event"
+    (final,) = sql_rows(store_env, query.replace("count() AS n", "count() AS n, uniqExact(id) AS ids"))
+    assert int(final["n"]) == int(final["ids"]) == kept, "each event stored exactly once"
 
 
 def test_seq_under_32_concurrent_hook_processes(tmp_path: Path) -> None:
@@ -239,7 +388,7 @@ def test_coverage_shows_what_waits_in_the_spool_and_recovers_after_a_flush(
     # Number 5, published: it reports the spool's backlog. A flusher holds the spool meanwhile, so
     # this run leaves the backlog alone (it would otherwise send it on its way out).
     lock = (tmp_path / "hook" / "spool" / "flush.lock").open("a")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.lockf(lock.fileno(), os.F_LOCK, 0)  # the lock the spool's flusher takes
     emit("Stop", up)
     lock.close()
     wait_rows(store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'covered'", 2)
@@ -357,10 +506,27 @@ def test_a_deadline_before_the_messages_are_made_still_keeps_every_event(tmp_pat
     for i in range(20):
         payload = json.dumps(
             {"hook_event_name": "UserPromptSubmit", "session_id": "tight", "prompt": f"p{i}"}
-        )
-        result = run_emit(payload.encode(), env)
+        ).encode()
+        # Written and closed before the hook starts, as Claude Code gives it. (Written after the
+        # start, as subprocess.run's input is, a loaded machine could let the 1 ms deadline come
+        # before the first byte: the hook then rightly has nothing to keep.)
+        read_end, write_end = os.pipe()
+        os.write(write_end, payload)
+        os.close(write_end)
+        try:
+            result = subprocess.run(
+                [tool("agentwatch-emit")],
+                stdin=read_end,
+                env=env,
+                capture_output=True,
+                timeout=20,
+                check=False,
+            )
+        finally:
+            os.close(read_end)
         assert result.returncode == 0 and result.stdout == b""
-    assert not list((tmp_path / "hook" / "spool" / "inflight").iterdir()), "nothing left in flight"
+    inflight = (tmp_path / "hook" / "spool" / "inflight").iterdir()
+    assert not [p for p in inflight if p.name != ".retired"], "nothing left in flight"
     lines = (tmp_path / "hook" / "spool" / "queue").read_bytes().splitlines()
     events = [json.loads(line.split(b" ", 2)[2]) for line in lines]
     assert sorted(e["data"]["prompt"] for e in events) == sorted(f"p{i}" for i in range(20))

@@ -234,8 +234,7 @@ def test_the_call_rollup_backfill_on_a_store_with_call_events_equals_it_filled_l
         m.setattr(writes, "EVENTS_TABLE", "events")
         insert_batch(chdb_database, events, messages)  # call_events filled live
     assert count(chdb_database, "SELECT count() FROM call_events") > 10
-    newer = apply_migrations(chdb_database)  # and the later ones (014, 016, ...)
-    assert newer[:3] == ["010_call_rollup", "011_tool_daily", "012_agents"]
+    assert apply_migrations(chdb_database) == [name for version, name, _ in migrations() if version >= 10]
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'call_%'"
     assert sorted(r[0] for r in chdb_database.query(tables).result_rows) == ["call_rollup", "call_rollup_mv"]
     assert_rollups_match_raw(chdb_database)

@@ -767,4 +767,4 @@ def test_sql_and_status_fail_fast_and_plainly_without_a_bus(tmp_path: Path) -> N
     assert "agentwatch up" in result.stderr and "Traceback" not in result.stderr
     assert "hunter2" not in result.stderr
     status = run_cli("status", env=env, timeout=20)
-    assert status.returncode == 1 and "does NOT answer" in status.stdout
+    assert status.returncode == 1 and "no server answers at nats://u:***@127.0.0.1" in status.stdout

@@ -12,6 +12,7 @@ from textual.widgets import Input
 
 from agentwatch.store.answer import Answer, HistoryUnreachable
 from agentwatch.tui import app as app_module
+from agentwatch.tui import store_side
 from agentwatch.tui.app import EMPTY_HINT
 from agentwatch.tui.table import Table
 from agentwatch.tui.tools_view import ToolsScreen
@@ -45,7 +46,7 @@ class LateStore(FakeHistory):
 
 
 async def test_history_loads_once_the_store_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app_module, "HISTORY_RETRY_SECONDS", 0.1)
+    monkeypatch.setattr(store_side, "HISTORY_RETRY_SECONDS", 0.1)
     traffic = team_traffic()
     stored, live = traffic[:4], traffic[4:]
     store = LateStore(stored, failures=3)

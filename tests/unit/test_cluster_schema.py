@@ -242,6 +242,12 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
             )
         ),
         *(f"CREATE VIEW IF NOT EXISTS {view} {ON_CLUSTER} AS" for view in OTEL_VIEWS),
+        # 015: the search's text indexes, on the tables that hold the rows (not the Distributed);
+        # building them for the rows stored before is left out, like a backfill.
+        f"ALTER TABLE events_local {ON_CLUSTER} ADD INDEX IF NOT EXISTS idx_text_words text TYPE "
+        "text(tokenizer = splitByNonAlpha, preprocessor = lower(text));",
+        f"ALTER TABLE events_local {ON_CLUSTER} ADD INDEX IF NOT EXISTS idx_data_words data TYPE "
+        "text(tokenizer = splitByNonAlpha, preprocessor = lower(data));",
         # 016: the store's inserts land in the Null events_in on the node it talks to; its view
         # writes them through the Distributed events.
         f"CREATE TABLE IF NOT EXISTS events_in {ON_CLUSTER}",
@@ -281,7 +287,8 @@ def test_the_output_splits_like_a_migration() -> None:
         + 15
         + 2 * len(OTEL_TABLES)
         + len(OTEL_VIEWS)
-        + 2
+        + 2  # 016_events_in: the Null table and its view
+        + 2  # 015_search: two indexes, on events_local
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -947,3 +947,22 @@ def test_stable_ids_are_ulids_of_the_given_time_and_key() -> None:
     assert event_id_time(one) == 1795345293.424
     digest = hashlib.sha1(b"usage|s|m|r", usedforsecurity=False).digest()
     assert contract.sha1_digest(b"usage|s|m|r") == digest
+
+
+def test_every_bookkeeping_event_reads_as_a_sentence() -> None:
+    batch = {"tool_calls": [{"tool_name": "Bash"}, {"tool_name": "Read"}, {"tool_name": "Bash"}]}
+    assert summarize("PostToolBatch", batch) == "3 tool calls done: Bash ×2, Read"
+    assert summarize("PostToolBatch", {}) == "0 tool calls done"
+    assert summarize("InstructionsLoaded", {"file_path": "/p/CLAUDE.md", "load_reason": "session_start"}) == (
+        "instructions loaded: /p/CLAUDE.md (session_start)"
+    )
+    assert summarize("CwdChanged", {"old_cwd": "/p", "new_cwd": "/p/sub"}) == "cd /p/sub"
+    assert summarize("FileChanged", {"file_path": "/p/a.txt"}) == "file changed: /p/a.txt"
+    assert (
+        summarize("ConfigChange", {"file_path": "/h/settings.json"}) == "settings changed: /h/settings.json"
+    )
+    assert summarize("Setup", {"trigger": "init"}) == "setup (init)"
+    assert summarize("PreCompact", {"trigger": "auto"}) == "compacting the context (auto)"
+    assert summarize("PostCompact", {"trigger": "manual"}) == "context compacted (manual)"
+    for event in HOOK_EVENTS:
+        assert summarize(event, {}) != event, event  # a sentence, not the bare name

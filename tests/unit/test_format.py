@@ -127,3 +127,10 @@ def test_the_wire_times_read_fast_are_the_times_read_whole() -> None:
 def test_odd_times_read_as_the_datetime_reads_them(text: str) -> None:
     whole = utc_datetime(text)
     assert utc_seconds(text) == (None if whole is None else whole.timestamp())
+
+
+def test_tool_counts_in_the_order_first_used() -> None:
+    from agentwatch.format import tool_counts
+
+    assert tool_counts(["Bash", "Read", "Bash", "Edit", "Bash"]) == "Bash ×3, Read, Edit"
+    assert tool_counts([]) == ""

@@ -924,6 +924,67 @@ def test_default_command_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatc
         cs.default_command()
 
 
+def fake_script(directory: Path, interpreter: str) -> Path:
+    """An agentwatch-emit as pip installs it: its `#!` line names `interpreter`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "agentwatch-emit"
+    script.write_text(f"#!{interpreter}\nimport sys\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_the_command_starts_the_scripts_python_isolated_with_the_stop_signals_ignored(tmp_path: Path) -> None:
+    python = fake_executable(tmp_path / "venv" / "bin", "python3")
+    script = fake_script(tmp_path / "venv" / "bin", str(python))
+
+    command = cs.hook_command(str(script))
+
+    assert command == f"trap '' HUP INT TERM; exec {python} -IS {script}"
+    assert cs.is_agentwatch_command(command)
+    assert cs.make_handler(command)["command"] == command
+
+
+@pytest.mark.parametrize("first_line", ["#!/usr/bin/env python3", "#!/bin/sh", "#!{missing}", "import sys"])
+def test_a_script_without_its_own_python_is_registered_as_it_is(tmp_path: Path, first_line: str) -> None:
+    script = tmp_path / "bin" / "agentwatch-emit"
+    script.parent.mkdir()
+    script.write_text(first_line.format(missing=tmp_path / "gone" / "python3") + "\n")
+    assert cs.hook_command(str(script)) == str(script)
+
+
+def test_only_the_commands_own_launch_form_is_recognised() -> None:
+    ours = "trap '' HUP INT TERM; exec /v/bin/python3 -IS /v/bin/agentwatch-emit"
+    assert cs.is_agentwatch_command(ours)
+    assert not cs.is_agentwatch_command(ours.replace("agentwatch-emit", "other-tool"))
+    assert not cs.is_agentwatch_command(ours.replace("-IS", "-c"))
+    assert not cs.is_agentwatch_command(ours + " --extra")
+    assert not cs.is_agentwatch_command("trap '' TERM; exec /v/bin/python3 -IS /v/bin/agentwatch-emit")
+
+
+def test_install_replaces_a_plain_registration_with_the_launch_form_and_uninstall_removes_it(
+    settings: Path, tmp_path: Path
+) -> None:
+    python = fake_executable(tmp_path / "venv" / "bin", "python3")
+    script = fake_script(tmp_path / "venv" / "bin", str(python))
+    original = write_json(settings, {"hooks": {"Stop": [{"hooks": [OTHER_TOOL]}]}}, indent=2)
+    cs.install(settings, str(script))
+    cs.install(settings, cs.hook_command(str(script)))
+    handlers = own_handlers(load(settings), "Stop")
+    assert handlers == [{"type": "command", "command": cs.hook_command(str(script)), "timeout": 5}]
+    cs.uninstall(settings)
+    assert settings.read_bytes() == original
+
+
+def test_default_command_starts_the_installed_script_with_its_python(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    venv_bin = tmp_path / "venv" / "bin"
+    python = fake_executable(venv_bin, "python")
+    script = fake_script(venv_bin, str(python))
+    monkeypatch.setattr(sys, "executable", str(python))
+    assert cs.default_command() == f"trap '' HUP INT TERM; exec {python} -IS {script}"
+
+
 # -- print ------------------------------------------------------------------------------------
 
 

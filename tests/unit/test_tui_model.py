@@ -389,3 +389,14 @@ def test_unconfirmed_events_leave_once_the_store_holds_them() -> None:
     pending.confirm({"e3", "other"})
     assert [e["id"] for e in pending.envelopes()] == ["e2", "e4"]
     assert pending.envelopes()[0]["data"] == {"notification_type": "idle_prompt"}, "what the state needs"
+
+
+def test_bookkeeping_is_folded_out_of_the_feed_unless_asked_for() -> None:
+    feed = Feed()
+    for event in ("PreToolUse", "PostToolBatch", "InstructionsLoaded", "Stop"):
+        feed.add({"event": event, "agent": "lead", "text": event})
+    assert [ln.event for ln in feed.lines(FeedFilter())] == ["PreToolUse", "Stop"]
+    assert len(feed.lines(FeedFilter(bookkeeping=True))) == 4
+    assert [ln.event for ln in feed.lines(FeedFilter(event="PostToolBatch"))] == ["PostToolBatch"]
+    parsed = FeedFilter.parse("agent:lead tool:Bash event:Stop make test", bookkeeping=True)
+    assert parsed == FeedFilter("lead", "Stop", "Bash", "make test", True)

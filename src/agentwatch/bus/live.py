@@ -75,13 +75,16 @@ class NatsLiveSource:
                     self.environ,
                     name="agentwatch-dashboard",
                     persistent=True,
-                    timeout=2,
                     disconnected=disconnected,
                     reconnected=reconnected,
                     error=error,
                 )
-            except (BusUnreachable, ValueError) as exc:
-                status(False, f"bus unreachable at {self.shown} ({type(exc).__name__}); retrying")
+            except BusUnreachable as exc:  # the line every command says for the same failure
+                status(False, f"{exc}; retrying")
+                await asyncio.sleep(self.retry_seconds)
+                continue
+            except ValueError as exc:  # a URL that does not parse (its message masks it)
+                status(False, f"{exc}: fix AGENTWATCH_NATS_URL")
                 await asyncio.sleep(self.retry_seconds)
                 continue
             try:

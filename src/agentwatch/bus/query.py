@@ -9,6 +9,7 @@ Request (JSON): {"sql": "...", "params": {name: value}, "max_rows": N}; `params`
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import threading
@@ -28,6 +29,9 @@ REPLY_MAX_BYTES = 900_000
 
 class QueryUnanswered(LookupError):
     """No query service answered on the bus (none running, or it took too long)."""
+
+
+CLOSED_BEFORE_ANSWER = "the history was closed before the query service answered"
 
 
 def encode_request(sql: str, params: Mapping[str, Any] | None, max_rows: int) -> bytes:
@@ -112,7 +116,9 @@ class QueryClient:
     A synchronous face (the dashboard's worker threads and the commands call `request`) over an
     event loop in a thread of its own, which holds the connection. The first question connects; a
     connection the bus closed (or a connect that failed) is made again by the next question, so a
-    question never waits for reconnect attempts. `close` ends the connection and the thread.
+    question never waits for reconnect attempts. `close` ends the connection and the thread; a
+    question still out then ends with QueryUnanswered rather than waiting for a loop that is gone
+    (a dashboard quitting while a worker asks would otherwise never exit).
     """
 
     def __init__(
@@ -126,15 +132,16 @@ class QueryClient:
         self._thread: threading.Thread | None = None
         self._nc: NatsClient | None = None
         self._lock = threading.Lock()
+        self._asked: set[concurrent.futures.Future[dict[str, Any]]] = set()  # questions out on the loop
 
     def _start(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name=self.name, daemon=True)
-                thread.start()
-                self._loop, self._thread = loop, thread
-            return self._loop
+        """The loop (started if need be); called with the lock held."""
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name=self.name, daemon=True)
+            thread.start()
+            self._loop, self._thread = loop, thread
+        return self._loop
 
     async def _connection(self) -> NatsClient:
         if self._nc is None or self._nc.is_closed:
@@ -154,16 +161,32 @@ class QueryClient:
         self, sql: str, params: Mapping[str, Any] | None = None, *, max_rows: int, timeout: float
     ) -> dict[str, Any]:
         """The reply to one question; raises BusUnreachable or QueryUnanswered."""
-        loop = self._start()
-        future = asyncio.run_coroutine_threadsafe(self._ask(sql, params, max_rows, timeout), loop)
-        return future.result()
+        with self._lock:  # a question goes to the loop `close` has not taken away yet
+            loop = self._start()
+            future = asyncio.run_coroutine_threadsafe(self._ask(sql, params, max_rows, timeout), loop)
+            self._asked.add(future)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise QueryUnanswered(CLOSED_BEFORE_ANSWER) from None
+        finally:
+            with self._lock:
+                self._asked.discard(future)
 
     def close(self) -> None:
-        loop, thread = self._loop, self._thread
+        with self._lock:
+            loop, thread, asked = self._loop, self._thread, self._asked
+            self._loop = self._thread = None  # the next question starts a loop of its own
+            self._asked = set()
         if loop is None or thread is None:
             return
 
         async def shut() -> None:
+            out = asyncio.all_tasks() - {asyncio.current_task()}
+            for task in out:
+                task.cancel()  # the questions still out end (their callers get QueryUnanswered)
+            if out:
+                await asyncio.wait(out, timeout=2)
             if self._nc is not None and not self._nc.is_closed:
                 with contextlib.suppress(Exception):
                     await self._nc.close()
@@ -174,4 +197,7 @@ class QueryClient:
         thread.join(5)
         if not thread.is_alive():
             loop.close()
-        self._loop = self._thread = self._nc = None
+        self._nc = None
+        for future in asked:  # any the loop never ran
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                future.set_exception(QueryUnanswered(CLOSED_BEFORE_ANSWER))

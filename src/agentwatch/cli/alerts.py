@@ -48,15 +48,15 @@ def cmd_alerts(args: argparse.Namespace) -> int:
 
 def cmd_alerts_run(args: argparse.Namespace) -> int:
     require("alerts run", "consumers", "faststream", "chdb")
-    from agentwatch.cli.pipeline import bus_answers, hold_embedded_store
+    from agentwatch.cli.pipeline import hold_embedded_store, require_bus, require_clickhouse
 
     try:
         from agentwatch.consumers.app import CollectorError, run
     except ImportError as exc:
         raise missing_extra(exc, "alerts run", "consumers") from None
     url = config.nats_url(os.environ)
-    if bus_answers(url, 3.0) is None:
-        raise CliError(f"no NATS answers at {config.display_urls(url)}: the watchdog needs a running bus")
+    require_bus(url)
+    require_clickhouse(os.environ)
     hold_embedded_store(os.environ, "alerts run")
     try:
         run(

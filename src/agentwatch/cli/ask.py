@@ -1,6 +1,6 @@
 """`agentwatch mcp`: the MCP server agents ask about their team (stdio), on the read side.
 
-`claude mcp add agentwatch -- agentwatch mcp` registers it with Claude Code (the README has Codex
+`claude mcp add agentwatch -- agentwatch mcp` registers it with Claude Code (docs/integrations.md has Codex
 CLI's and Gemini CLI's equivalents). It reads through the same `History` as the dashboard and
 `agentwatch sql`, one connection for its life: the query service of a running `agentwatch up`,
 or a ClickHouse server's read-only user.

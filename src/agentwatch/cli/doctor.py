@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import socket
 import statistics
@@ -56,8 +57,9 @@ def _check_bus(url: str, timeout: float) -> bool:
         info = conn.info
         conn.close()
     except (BusError, ValueError) as exc:
-        print(f"           does NOT answer: {exc}")
-        print("           the hook spools events until it does; start one with `agentwatch up`")
+        # The line every command and the dashboard say for the same failure (config.unreachable).
+        print(f"           {config.unreachable('bus', config.display_urls(url), config.reason_chain(exc))}")
+        print("           the hook spools its events meanwhile and sends them once the bus answers")
         return False
     js = "JetStream on" if info.get("jetstream") else "JetStream off"
     print(
@@ -68,6 +70,8 @@ def _check_bus(url: str, timeout: float) -> bool:
 
 
 def _time_hook(emit: str, runs: int) -> None:
+    from agentwatch.emitter.settings import hook_command
+
     sample = b'{"hook_event_name":"Notification","session_id":"agentwatch-doctor","message":"timing probe"}'
     with tempfile.TemporaryDirectory() as scratch:
         env = dict(
@@ -76,8 +80,9 @@ def _time_hook(emit: str, runs: int) -> None:
             AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{_closed_port()}",
             GENIE_NATS_URL="",
         )
-        bare = _median_run([sys.executable, "-c", "pass"], b"", env, runs)
-        hook = _median_run([emit], sample, env, runs)
+        # Both as Claude Code starts a hook command: by a shell; the hook as `hooks install` registers it.
+        bare = _median_run(["/bin/sh", "-c", f"exec {shlex.quote(sys.executable)} -c pass"], b"", env, runs)
+        hook = _median_run(["/bin/sh", "-c", hook_command(os.path.abspath(emit))], sample, env, runs)
     print(
         f"hook time: {hook * 1000:.1f} ms median over {runs} runs "
         f"({hook / bare:.2f}x a bare `python -c pass` at {bare * 1000:.1f} ms) - {emit}"

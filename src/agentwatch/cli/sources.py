@@ -88,7 +88,7 @@ class History:
         with self._lock:
             if self._client is None:
                 try:
-                    self._client = connect_readonly(self._url)
+                    self._client = connect_readonly(self._url, self.environ)
                 except Exception as exc:
                     raise HistoryUnreachable(server_problem(self._url, exc)) from None
             return run_query(self._client, sql, params, max_rows, on_error=unusable)

@@ -8,7 +8,7 @@ import os
 
 from agentwatch import config
 from agentwatch.cli.errors import CliError, missing_extra, require
-from agentwatch.cli.pipeline import bus_answers
+from agentwatch.cli.pipeline import probe_bus
 
 
 def _stream_lines(url: str) -> bool:
@@ -32,8 +32,8 @@ def _store_lines() -> bool:
     print(f"store:     {config.display_url(config.clickhouse_url())}")
     try:
         answer = run_sql(STATUS.sql, timeout=10)
-    except CliError as exc:
-        print(f"           does NOT answer: {exc}")
+    except CliError as exc:  # the read side's line: which failure, which setting to fix
+        print(f"           {exc}")
         return False
     events, messages, dead, latest = answer.rows[0]
     when = "none" if latest is None else f"{latest:%Y-%m-%d %H:%M:%S} UTC"
@@ -44,10 +44,11 @@ def _store_lines() -> bool:
 def cmd_status(_args: argparse.Namespace) -> int:
     require("status", "tui", "nats", "orjson")
     url = config.nats_url(os.environ)
-    info = bus_answers(url, 2.0)
+    probe = probe_bus(url)
     print(f"bus:       {config.display_urls(url)}")
+    info = probe.info
     if info is None:
-        print("           does NOT answer: start the pipeline with `agentwatch up`")
+        print(f"           {probe.message}")
         return 1
     js = "JetStream on" if info.get("jetstream") else "JetStream OFF"
     print(f"           nats-server {info.get('version', '?')}, {js}")

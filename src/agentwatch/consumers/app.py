@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentwatch")
 
 # Stopping: seconds for the pull subscriptions' open requests to end and what they brought to be
-# handed over, and in all, with writing and acknowledging it (the README states it).
+# handed over, and in all, with writing and acknowledging it (docs/collector.md states it).
 FETCH_CLOSE_S = 3.0
 STOP_S = 15.0
 # Objects allocated (net) between two young-generation passes of the garbage collector.

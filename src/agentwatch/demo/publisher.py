@@ -14,6 +14,7 @@ from agentwatch import config
 from agentwatch.config import display_urls
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, MSG_ID_HEADER
 from agentwatch.demo.simulator import DEFAULT_TEAM, DEFAULT_TEAMMATES, DEMO_HOST, TeamSimulator, encode_event
+from agentwatch.demo.usage import usage_messages
 from agentwatch.demo.world import Event
 from agentwatch.summaries import one_line
 
@@ -86,7 +87,7 @@ async def run_demo(
     _say(
         out,
         f"done: {run.sent:,} events + {run.companions:,} messages in {elapsed:.2f}s, "
-        f"{run.sent / elapsed:,.0f} events/s (target {pace})",
+        f"{run.sent / elapsed:,.0f} events/s (target {pace}); {run.usage:,} usage records (token counts)",
     )
     return run.sent
 
@@ -150,7 +151,7 @@ class _Publishing:
         self.clock = clock
         self.out = out
         self.report_every = report_every
-        self.sent = self.companions = 0
+        self.sent = self.companions = self.usage = 0
         self.started = clock()
         self.report_t, self.report_n = self.started, 0
 
@@ -187,10 +188,12 @@ class _Publishing:
         for _ in range(n):
             _, payload = next(self.events)
             messages = encode_event(payload, self.environ, host=self.host, max_payload=self.max_payload)
-            for subject, msg_id, body in messages:
+            usage = usage_messages(payload, self.environ, host=self.host, max_payload=self.max_payload)
+            for subject, msg_id, body in messages + usage:
                 await self.nc.publish(subject, body, headers={MSG_ID_HEADER: msg_id})
             self.sent += 1
             self.companions += len(messages) - 1
+            self.usage += len(usage)
 
     def report(self, now: float) -> None:
         if now - self.report_t >= self.report_every:

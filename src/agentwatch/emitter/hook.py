@@ -9,12 +9,14 @@ Configuration (environment): AGENTWATCH_NATS_URL (else GENIE_NATS_URL, else
 nats://127.0.0.1:4222), AGENTWATCH_DEADLINE_MS (default 400), AGENTWATCH_DATA_DIR,
 AGENTWATCH_SPOOL_MAX_BYTES, AGENTWATCH_NATS_CREDS / AGENTWATCH_NATS_NKEY (nats-py fallback).
 
-Standard library only on the normal path; a test in a fresh interpreter holds it to that.
+Standard library only on the normal path; a test in a fresh interpreter holds it to that. The
+`posix` functions rather than `os` (see config.py): Python started as `hooks install` registers
+the hook (-I -S) has not loaded `os`, and the hook does not need it.
 """
 
 from __future__ import annotations
 
-import os
+import posix
 import sys
 import time
 
@@ -55,8 +57,12 @@ def _on_alarm(_signum: int, _frame: FrameType | None) -> None:
     raise Deadline
 
 
+def in_data_dir(environ: Mapping[str, str], name: str) -> str:
+    return f"{config.data_dir(environ).rstrip('/')}/{name}"
+
+
 def crash_log_path(environ: Mapping[str, str]) -> str:
-    return os.path.join(config.data_dir(environ), "crash.jsonl")
+    return in_data_dir(environ, "crash.jsonl")
 
 
 def log_problem(
@@ -68,7 +74,7 @@ def log_problem(
 
         record: dict[str, Any] = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "pid": os.getpid(),
+            "pid": posix.getpid(),
             "kind": kind,
             "message": message[:2000],
         }
@@ -80,24 +86,24 @@ def log_problem(
                 traceback.format_exception(exc)[-2:][0].strip()[:1000] if exc.__traceback__ else ""
             )
         path = crash_log_path(environ)
-        config.ensure_dir(os.path.dirname(path))
+        config.ensure_dir(path.rpartition("/")[0])
         try:
-            if os.stat(path).st_size > CRASH_LOG_MAX_BYTES:
-                os.replace(path, path + ".1")
+            if posix.stat(path).st_size > CRASH_LOG_MAX_BYTES:
+                posix.replace(path, path + ".1")
         except FileNotFoundError:
             pass
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
         try:
-            os.write(fd, dumps(record).encode() + b"\n")
+            posix.write(fd, dumps(record).encode() + b"\n")
         finally:
-            os.close(fd)
+            posix.close(fd)
     except Exception:  # noqa: S110 - the crash log is the last resort; nothing is left to tell
         pass
 
 
 def spool_for(environ: Mapping[str, str]) -> Spool:
     max_bytes = config.number(environ, "AGENTWATCH_SPOOL_MAX_BYTES", DEFAULT_MAX_BYTES)
-    spool = Spool(os.path.join(config.data_dir(environ), "spool"), max_bytes)
+    spool = Spool(in_data_dir(environ, "spool"), max_bytes)
     spool.rebuild = lambda header, raw: _rebuild(header, raw, environ, spool)
     return spool
 
@@ -143,33 +149,59 @@ def refit(max_payload: int) -> Callable[[bytes], bytes]:
 
 
 class Publisher:
-    """Sends through the stdlib wire client, or nats-py when NKEY/creds auth is configured."""
+    """Sends through the stdlib wire client, or nats-py when NKEY/creds auth is configured.
 
-    def __init__(self, environ: Mapping[str, str], deadline: float) -> None:
+    `early`: only begin connecting; `greet()`, before the first publish, waits for the server.
+    The hook begins before it makes its messages, so the server accepts and greets meanwhile."""
+
+    def __init__(self, environ: Mapping[str, str], deadline: float, early: bool = False) -> None:
         self.environ = environ
         self.deadline = deadline
         self.max_payload = DEFAULT_MAX_PAYLOAD
         self._conn: Any = None
-        url = config.nats_url(environ)
-        if environ.get("AGENTWATCH_NATS_CREDS") or environ.get("AGENTWATCH_NATS_NKEY"):
-            from agentwatch.emitter.fallback import FallbackConnection
+        self._url = config.nats_url(environ)
+        self._nkey = bool(environ.get("AGENTWATCH_NATS_CREDS") or environ.get("AGENTWATCH_NATS_NKEY"))
+        self.server = ""
+        if not self._nkey:
+            from agentwatch.emitter.wire import Connection
 
-            self._conn = FallbackConnection(url, environ, deadline)
-            self.server = ""
-        else:
-            from agentwatch.emitter.wire import connect
-
-            self._conn = connect(config.parse_urls(url), deadline)
+            self._urls = config.parse_urls(self._url)
+            self._conn = Connection(self._urls[0], deadline, greet=False)
             self.server = f"{self._conn.url.host}:{self._conn.url.port}"
-        self.max_payload = self._conn.max_payload
         # What this host learned before about the server: does a stream capture genie.>?
         self.stream = self._known = bus_knowledge(environ, self.server) if self.server else None
+        if not early:
+            self.greet()
+
+    def greet(self) -> None:
+        """Wait until the server answered (the next ones of a cluster's list if it does not)."""
+        if self._nkey:
+            if self._conn is None:
+                from agentwatch.emitter.fallback import FallbackConnection
+
+                self._conn = FallbackConnection(self._url, self.environ, self.deadline)
+        elif not self._conn.greeted:
+            try:
+                self._conn.greet()
+            except Exception as exc:
+                if len(self._urls) == 1:
+                    raise
+                from agentwatch.emitter.wire import BusError, connect
+
+                try:
+                    self._conn = connect(self._urls[1:], self.deadline)
+                except BusError as rest:
+                    raise BusError(f"{exc}; {rest}") from None
+                self.server = f"{self._conn.url.host}:{self._conn.url.port}"
+                self.stream = self._known = bus_knowledge(self.environ, self.server)
+        self.max_payload = self._conn.max_payload
 
     def renew(self, deadline: float) -> None:
         """A new deadline for what follows (a command that publishes batch after batch)."""
         self.deadline = self._conn.deadline = deadline
 
     def publish(self, messages: list[Message]) -> None:
+        self.greet()
         learned = self._conn.publish(messages, self.stream)
         if learned is not None:
             self.stream = learned
@@ -191,7 +223,7 @@ NO_STREAM_KNOWN_S = 30.0
 
 
 def _knowledge_path(environ: Mapping[str, str]) -> str:
-    return os.path.join(config.data_dir(environ), "bus-knowledge")
+    return in_data_dir(environ, "bus-knowledge")
 
 
 def bus_knowledge(environ: Mapping[str, str], server: str, now: float | None = None) -> bool | None:
@@ -224,14 +256,14 @@ def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
     except OSError:
         kept = []
     kept.append(f"{server} {int(stream)} {time.time():.0f}")
-    tmp = f"{path}.{os.getpid()}"
+    tmp = f"{path}.{posix.getpid()}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
         try:
-            os.write(fd, ("\n".join(kept) + "\n").encode())
+            posix.write(fd, ("\n".join(kept) + "\n").encode())
         finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            posix.close(fd)
+        posix.replace(tmp, path)
     except OSError:
         pass
 
@@ -338,6 +370,10 @@ def run(
     encoded: list[Message] = []
     remember: Callable[[bool], None] = _no_offsets
     try:
+        try:  # noqa: SIM105 - contextlib would cost the hook an import
+            publisher = Publisher(environ, deadline, early=True)  # the server greets meanwhile
+        except ValueError:  # a URL it cannot read: raised again below, once the messages are safe
+            pass
         encoded, remember = _outgoing(
             raw, environ, spool, started + deadline_s * READ_SHARE, host=host, own=True
         )
@@ -347,7 +383,8 @@ def run(
         if _run["stop"]:  # asked to stop while the messages were made: they are safe now
             _quiet()
             raise Interrupted
-        publisher = Publisher(environ, deadline)
+        publisher = publisher or Publisher(environ, deadline)
+        publisher.greet()
         if publisher.max_payload < DEFAULT_MAX_PAYLOAD:
             encoded = [(s, i, refit(publisher.max_payload)(b)) for s, i, b in encoded]
         publisher.publish(encoded)
@@ -356,7 +393,7 @@ def run(
         if publisher is not None:
             publisher.close()
         return _spool(environ, spool, raw, encoded, held, exc, remember)
-    spool.release(held)
+    spool.retire(held)
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
         if not spool.is_empty():
@@ -414,11 +451,18 @@ def _read_stdin(environ: Mapping[str, str], spool: Spool, host: str) -> tuple[by
         pass
     chunks = []
     try:
-        while chunk := os.read(fd, 1 << 20):
+        while chunk := posix.read(fd, 1 << 20):
             chunks.append(chunk)
     except OSError:
         pass
     return b"".join(chunks), ""
+
+
+def _size(path: str) -> int:
+    try:
+        return posix.stat(path).st_size
+    except OSError:
+        return -1
 
 
 def _rescue(environ: Mapping[str, str], spool: Spool) -> None:
@@ -427,9 +471,8 @@ def _rescue(environ: Mapping[str, str], spool: Spool) -> None:
     finished becomes the event that says it was cut."""
     try:
         fd = sys.stdin.fileno() if sys.stdin is not None else 0
-        os.set_blocking(fd, False)
-        own = os.path.join(spool.inflight, str(os.getpid()))
-        if os.path.exists(own) and os.path.getsize(own) > 0:  # its header is written: go on from there
+        posix.set_blocking(fd, False)
+        if _size(f"{spool.inflight}/{posix.getpid()}") > 0:  # its header is written: go on from there
             spool.resume_capture(fd)
         else:
             spool.capture_stdin(fd, _capture_header(environ, _hostname()))
@@ -441,7 +484,7 @@ def _rescue(environ: Mapping[str, str], spool: Spool) -> None:
 def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = ()) -> str:
     """The whole hook run, without the final exit: read stdin, publish or spool, log problems."""
     started = time.monotonic()
-    env = os.environ if environ is None else environ
+    env = config.environ_now() if environ is None else environ
     if config.flag(env, "AGENTWATCH_DISABLED"):
         return "disabled"
     deadline_s = config.number(env, "AGENTWATCH_DEADLINE_MS", config.DEFAULT_DEADLINE_MS) / 1000.0
@@ -484,4 +527,4 @@ def main(stopped: Sequence[int] = ()) -> None:
     except BaseException:  # noqa: S110 - not even a logging failure may change the agent's run
         pass
     finally:
-        os._exit(0)
+        posix._exit(0)

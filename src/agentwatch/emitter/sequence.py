@@ -2,16 +2,16 @@
 
 Claude Code gives hook events no sequence number, and its hooks run as separate processes, often
 at once. The number is a counter file per session in the data dir, read and advanced under an
-exclusive flock: concurrent hook processes of one session never share or skip a number.
+exclusive lock (lockf, as the spool's): concurrent hook processes of one session never share or
+skip a number.
 Counters of sessions untouched for PRUNE_AFTER_S are removed now and then.
 
-Standard library only: this module is on the hook's path.
+Standard library only: this module is on the hook's path (`posix`, not `os`: see config.py).
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
+import posix
 import time
 
 PRUNE_AFTER_S = 30 * 86400
@@ -20,26 +20,28 @@ _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 
 def counter_path(data_dir: str, session_id: str) -> str:
     name = "".join(ch if ch in _SAFE else "_" for ch in session_id[:128])
-    return os.path.join(data_dir, "seq", name)
+    return f"{data_dir.rstrip('/')}/seq/{name}"
 
 
 def next_seq(data_dir: str, session_id: str) -> int:
     """The next number of `session_id` on this host (1 for its first event)."""
     path = counter_path(data_dir, session_id)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = posix.open(path, posix.O_RDWR | posix.O_CREAT, 0o600)
     except FileNotFoundError:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        import os
+
+        os.makedirs(path.rpartition("/")[0], mode=0o700, exist_ok=True)
+        fd = posix.open(path, posix.O_RDWR | posix.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        text = os.pread(fd, 32, 0)
+        posix.lockf(fd, posix.F_LOCK, 0)
+        text = posix.pread(fd, 32, 0)
         value = (int(text) if text.strip().isdigit() else 0) + 1
         data = str(value).encode()
-        os.pwrite(fd, data.ljust(20), 0)  # fixed width: no truncate, no stale digits
+        posix.pwrite(fd, data.ljust(20), 0)  # fixed width: no truncate, no stale digits
         return value
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def remove_untouched(folder: str, older_than_s: float, now: float | None = None) -> int:
@@ -47,14 +49,14 @@ def remove_untouched(folder: str, older_than_s: float, now: float | None = None)
     now = time.time() if now is None else now
     removed = 0
     try:
-        names = os.listdir(folder)
+        names = posix.listdir(folder)
     except OSError:
         return 0
     for name in names:
-        path = os.path.join(folder, name)
+        path = f"{folder}/{name}"
         try:
-            if now - os.stat(path).st_mtime > older_than_s:
-                os.unlink(path)
+            if now - posix.stat(path).st_mtime > older_than_s:
+                posix.unlink(path)
                 removed += 1
         except OSError:
             continue
@@ -63,4 +65,4 @@ def remove_untouched(folder: str, older_than_s: float, now: float | None = None)
 
 def prune(data_dir: str, now: float | None = None) -> int:
     """Remove counters untouched for PRUNE_AFTER_S; how many."""
-    return remove_untouched(os.path.join(data_dir, "seq"), PRUNE_AFTER_S, now)
+    return remove_untouched(f"{data_dir.rstrip('/')}/seq", PRUNE_AFTER_S, now)

@@ -2,8 +2,9 @@
 
 Claude Code reads hooks from `settings.json` files that people also edit by hand and that other
 tools write into, so every change here is a merge: agentwatch only ever adds or removes its own
-handlers (command handlers whose first shell word is named `agentwatch-emit`) and leaves every
-other key, event, matcher group and handler as it found them, in the same order.
+handlers (command handlers whose first shell word is named `agentwatch-emit`, or that start it as
+`hook_command` does) and leaves every other key, event, matcher group and handler as it found
+them, in the same order.
 
 A file that cannot be read back exactly (invalid JSON, or JSON with comments, which Claude Code
 tolerates in some files) is refused and left byte-for-byte untouched: rewriting it would silently
@@ -76,18 +77,51 @@ def settings_path(scope: str = DEFAULT_SCOPE, project_dir: Path | str | None = N
     raise SettingsError(f"unknown scope {scope!r}: choose one of {', '.join(SCOPES)}")
 
 
+# The command registered for an installed agentwatch-emit (see hook_command). The shell that runs
+# it ignores the stop signals before it starts Python: a SIGTERM that comes while the interpreter
+# starts (tens of ms on a loaded machine) would kill the hook with its event unread. An ignored
+# signal stays ignored across exec, until the script's first line installs the hook's handlers.
+LAUNCH = "trap '' HUP INT TERM; exec "
+# Python without `site` and isolated from the user's PYTHON* variables: the script puts its own
+# package on sys.path (src/agentwatch/scripts/agentwatch-emit).
+LAUNCH_FLAGS = "-IS"
+
+
+def hook_command(script: str) -> str:
+    """The command that runs the agentwatch-emit at `script` for Claude Code: its interpreter (the
+    script's `#!` line, written by pip) started with LAUNCH_FLAGS behind LAUNCH; just the script
+    when its first line names no Python."""
+    python = _interpreter(script)
+    if python is None:
+        return shlex.quote(script)
+    return LAUNCH + shlex.join([python, LAUNCH_FLAGS, script])
+
+
+def _interpreter(script: str) -> str | None:
+    """The Python that `script`'s `#!` line names, when it is one existing file (pip's form)."""
+    try:
+        with open(script, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+    if len(words) != 1 or not os.path.isabs(words[0]) or not os.path.isfile(words[0]):
+        return None
+    return words[0] if os.path.basename(words[0]).startswith(("python", "pypy")) else None
+
+
 def default_command() -> str:
-    """The shell-quoted absolute path of the agentwatch-emit that belongs to this installation.
+    """The command (see hook_command) of the agentwatch-emit that belongs to this installation.
 
     The one next to the running interpreter comes first: it is the one installed with this very
     package, whereas PATH may lead to another environment's copy.
     """
     beside = Path(sys.executable).parent / EMIT_NAME
     if beside.is_file():
-        return shlex.quote(os.path.abspath(beside))
+        return hook_command(os.path.abspath(beside))
     found = shutil.which(EMIT_NAME)
     if found:
-        return shlex.quote(os.path.abspath(found))
+        return hook_command(os.path.abspath(found))
     raise SettingsError(
         f"cannot find {EMIT_NAME} (looked next to {sys.executable} and on PATH); install agentwatch "
         f"in this environment or pass --command /path/to/{EMIT_NAME}"
@@ -98,11 +132,14 @@ def default_command() -> str:
 
 
 def is_agentwatch_command(command: str) -> bool:
-    """True when `command` runs agentwatch-emit; this is how our handlers are told from others."""
+    """True when `command` runs agentwatch-emit: its first word, or hook_command's form; this is
+    how our handlers are told from others."""
     try:
-        words = shlex.split(command)
+        words = shlex.split(command.removeprefix(LAUNCH))
     except ValueError:
         return False
+    if command.startswith(LAUNCH):
+        return len(words) == 3 and words[1] == LAUNCH_FLAGS and os.path.basename(words[2]) == EMIT_NAME
     return bool(words) and os.path.basename(words[0]) == EMIT_NAME
 
 

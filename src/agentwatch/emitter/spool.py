@@ -1,7 +1,7 @@
 """The local spool: what the hook could not send waits here, oldest first, until the bus is back.
 
 One append-only file of lines `SUBJECT ID BODY` (BODY is the envelope's one-line JSON), mode
-0600, in the data dir. Appenders (concurrent hook processes) hold an exclusive flock on the file
+0600, in the data dir. Appenders (concurrent hook processes) hold an exclusive lock on the file
 for the single write of their lines, so lines never interleave. The spool is bounded: an append
 that would grow it past its cap is refused (and the hook logs the drop).
 
@@ -16,13 +16,16 @@ confirmation, then commits the new position. Once everything is sent, it truncat
 the append lock. A flusher killed between a publish and its commit re-sends that chunk next time:
 the message ids make JetStream drop the repeats.
 
-Standard library only: this module is on the hook's path.
+The locks are POSIX record locks (`lockf`, built into the `posix` module: importing `fcntl` for
+flock cost the hook half a millisecond). They belong to a process, not to a descriptor: threads
+of one process do not exclude each other, so a process uses its spool from one thread.
+
+Standard library only: this module is on the hook's path (`posix`, not `os`: see config.py).
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
+import posix
 import time
 
 TYPE_CHECKING = False
@@ -45,6 +48,8 @@ READING, COMPLETE = b"-", b"+"
 # larger one is kept once its messages are made: writing and reading back tens of megabytes costs
 # a run more than its deadline allows on a busy machine.
 CAPTURE_MAX_BYTES = 1 << 20
+# Where an in-flight file goes once its messages are confirmed or queued (see Spool.retire).
+RETIRED = ".retired"
 
 
 class SpoolStatus:
@@ -67,11 +72,12 @@ class Spool:
         rebuild: Callable[[bytes, bytes], list[Message]] | None = None,
     ) -> None:
         self.directory = directory
-        self.path = os.path.join(directory, "queue")
+        self.path = f"{directory}/queue"
         self.max_bytes = max_bytes
-        self._pos_path = os.path.join(directory, "queue.pos")
-        self._lock_path = os.path.join(directory, "flush.lock")
-        self.inflight = os.path.join(directory, "inflight")
+        self._pos_path = f"{directory}/queue.pos"
+        self._lock_path = f"{directory}/flush.lock"
+        self.inflight = f"{directory}/inflight"
+        self._retired = f"{self.inflight}/{RETIRED}"
         # Makes the messages of a hook run killed before it made them, from its captured stdin:
         # (capture header, stdin) -> messages. Without it such captures wait for one who can.
         self.rebuild = rebuild
@@ -80,24 +86,26 @@ class Spool:
 
     def _write_inflight(self, data: bytes, path: str | None = None) -> str:
         """Write this process's in-flight file (atomically when it replaces one); its path."""
-        path = path or os.path.join(self.inflight, str(os.getpid()))
+        path = path or f"{self.inflight}/{posix.getpid()}"
         tmp = path + ".tmp"
         fd = -1
         try:  # from before the open: a deadline right after it still removes the file
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
             except FileNotFoundError:
-                os.makedirs(self.inflight, mode=0o700, exist_ok=True)
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                _makedirs(self.inflight)
+                fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view) :]
-            os.close(fd)
-            fd = -1
-            os.replace(tmp, path)
+                view = view[posix.write(fd, view) :]
+            # Forgotten before it is closed: a deadline between the two must not close it twice
+            # (EBADF, raised in place of the deadline, left the temporary file behind).
+            written, fd = fd, -1
+            posix.close(written)
+            posix.replace(tmp, path)
         except BaseException:  # the deadline or a stop, mid-write: what it replaced is still there
             if fd >= 0:
-                os.close(fd)
+                posix.close(fd)
             self.release(tmp)
             raise
         return path
@@ -109,27 +117,27 @@ class Spool:
         else is written as each chunk is read. A run killed at any moment after this, or while it
         makes its messages, is rebuilt from the file; one killed while reading leaves a capture
         marked READING, made into an InvalidPayload event that says so."""
-        path = os.path.join(self.inflight, str(os.getpid()))
+        path = f"{self.inflight}/{posix.getpid()}"
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC, 0o600)
         except FileNotFoundError:
-            os.makedirs(self.inflight, mode=0o700, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            _makedirs(self.inflight)
+            fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC, 0o600)
         try:
-            start = os.write(fd, RAW_MARK + READING + header + b"\n")
+            start = posix.write(fd, RAW_MARK + READING + header + b"\n")
             size, unwritten = _drain(stdin, fd, CAPTURE_MAX_BYTES)
-            raw = os.pread(fd, size, start)
+            raw = posix.pread(fd, size, start)
             if unwritten is None:
-                os.pwrite(fd, COMPLETE, len(RAW_MARK))
+                posix.pwrite(fd, COMPLETE, len(RAW_MARK))
                 return raw, path
         finally:
-            os.close(fd)
+            posix.close(fd)
         # The file took no more (a full disk), or stdin is larger than any payload the hook keeps
         # whole: the rest is read into memory and the capture, which holds only a part, is dropped.
         # The run holds its messages once made, and spools them as it can.
         self.release(path)
         chunks = [raw, unwritten]
-        while chunk := os.read(stdin, 1 << 20):
+        while chunk := posix.read(stdin, 1 << 20):
             chunks.append(chunk)
         return b"".join(chunks), ""
 
@@ -141,7 +149,17 @@ class Spool:
     def release(self, held: str) -> None:
         """The bus confirmed what `held` holds: forget it."""
         try:  # noqa: SIM105 - contextlib would cost the hook an import
-            os.unlink(held)
+            posix.unlink(held)
+        except FileNotFoundError:
+            pass
+
+    def retire(self, held: str) -> None:
+        """The bus confirmed what `held` holds, or the queue took it: forget it. It is renamed over
+        the one retired file rather than deleted: ext4 starts writing a file renamed over another
+        to disk at once (as hold's is), and deleting it would wait for that write, up to
+        milliseconds on a busy disk; the file it replaces was written long since."""
+        try:  # noqa: SIM105 - contextlib would cost the hook an import
+            posix.replace(held, self._retired)
         except FileNotFoundError:
             pass
 
@@ -150,21 +168,23 @@ class Spool:
         False when the spool is full (the messages are then dropped)."""
         kept = self.append(messages)
         if held:
-            self.release(held)
+            self.retire(held)
         return kept
 
     def recover(self) -> int:
         """Queue the in-flight messages of hook runs that ended without settling (killed); how many."""
         try:
-            names = os.listdir(self.inflight)
+            names = posix.listdir(self.inflight)
         except FileNotFoundError:
             return 0
         moved = 0
         now = time.time()
         for name in names:
-            path = os.path.join(self.inflight, name)
+            if name.startswith("."):  # the retired file
+                continue
+            path = f"{self.inflight}/{name}"
             try:
-                if _alive(int(name.split(".", 1)[0])) and now - os.stat(path).st_mtime < INFLIGHT_STALE_S:
+                if _alive(int(name.split(".", 1)[0])) and now - posix.stat(path).st_mtime < INFLIGHT_STALE_S:
                     continue
                 if name.endswith(".unreadable"):
                     continue
@@ -173,8 +193,8 @@ class Spool:
                     continue
                 # Claimed by a rename, so two recovering processes never queue it twice; a claim
                 # by a process that then died carries that pid and is recovered in turn.
-                claimed = os.path.join(self.inflight, f"{os.getpid()}.r{name.replace('.', '_')}")
-                os.rename(path, claimed)
+                claimed = f"{self.inflight}/{posix.getpid()}.r{name.replace('.', '_')}"
+                posix.rename(path, claimed)
                 with open(claimed, "rb") as f:
                     data = f.read()
             except (ValueError, IndexError, OSError):
@@ -185,22 +205,22 @@ class Spool:
     def resume_capture(self, stdin: int) -> None:
         """Add what `stdin` holds now to this process's capture, without waiting (`stdin` is
         non-blocking), and mark it complete if its end was reached."""
-        fd = os.open(os.path.join(self.inflight, str(os.getpid())), os.O_RDWR)
+        fd = posix.open(f"{self.inflight}/{posix.getpid()}", posix.O_RDWR)
         try:
-            os.lseek(fd, 0, os.SEEK_END)
+            posix.lseek(fd, 0, 2)  # SEEK_END
             try:
                 _, unwritten = _drain(stdin, fd)
             except BlockingIOError:  # the writer is not done: the capture stays marked READING
                 return
             if unwritten is None:
-                os.pwrite(fd, COMPLETE, len(RAW_MARK))
+                posix.pwrite(fd, COMPLETE, len(RAW_MARK))
         finally:
-            os.close(fd)
+            posix.close(fd)
 
     def queue_own_capture(self) -> int:
         """Queue this process's own capture now: its run ran out of time before it made its
         messages (a capture still marked READING becomes the event that says so); how many."""
-        path = os.path.join(self.inflight, str(os.getpid()))
+        path = f"{self.inflight}/{posix.getpid()}"
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -220,7 +240,7 @@ class Spool:
             try:
                 complete = _lines(self.rebuild(header, raw))
             except Exception:  # a capture nothing can be made of: it stays for a person to see
-                os.replace(claimed, claimed + ".unreadable")
+                posix.replace(claimed, claimed + ".unreadable")
                 return 0
         else:
             complete = data[: data.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
@@ -236,19 +256,22 @@ class Spool:
         return self._append_raw(_lines(messages))
 
     def _append_raw(self, data: bytes) -> bool:
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_size + len(data) > self.max_bytes:
+            fd = posix.open(self.path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
+        except FileNotFoundError:
+            _makedirs(self.directory)
+            fd = posix.open(self.path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
+        try:
+            posix.lockf(fd, posix.F_LOCK, 0)
+            if posix.fstat(fd).st_size + len(data) > self.max_bytes:
                 return False
             view = memoryview(data)
             while view:
-                written = os.write(fd, view)
+                written = posix.write(fd, view)
                 view = view[written:]
             return True
         finally:
-            os.close(fd)  # releases the lock
+            posix.close(fd)  # releases the lock
 
     def is_empty(self) -> bool:
         """Cheap check for the hook's fast path: a stat, and a look at the in-flight files."""
@@ -257,15 +280,15 @@ class Spool:
     def pending_bytes(self) -> int:
         """Bytes queued and not yet sent."""
         try:
-            return max(0, os.stat(self.path).st_size - self._read_pos())
+            return max(0, posix.stat(self.path).st_size - self._read_pos())
         except FileNotFoundError:
             return 0
 
     def _orphans(self) -> bool:
         """In-flight files other than this process's own."""
         try:
-            mine = f"{os.getpid()}."
-            return any(not name.startswith(mine) for name in os.listdir(self.inflight))
+            mine = f"{posix.getpid()}."
+            return any(not name.startswith((mine, ".")) for name in posix.listdir(self.inflight))
         except FileNotFoundError:
             return False
 
@@ -279,13 +302,13 @@ class Spool:
             return 0
 
     def _write_pos(self, pos: int) -> None:
-        tmp = f"{self._pos_path}.{os.getpid()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        tmp = f"{self._pos_path}.{posix.getpid()}"
+        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
         try:
-            os.write(fd, str(pos).encode())
+            posix.write(fd, str(pos).encode())
         finally:
-            os.close(fd)
-        os.replace(tmp, self._pos_path)
+            posix.close(fd)
+        posix.replace(tmp, self._pos_path)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -307,7 +330,7 @@ class Spool:
         """The complete lines from `pos` (at least one if there is one), and where they end."""
         want = CHUNK_BYTES
         while True:
-            data = os.pread(fd, want, pos)
+            data = posix.pread(fd, want, pos)
             end = data.rfind(b"\n")
             if end >= 0:
                 return data[: end + 1], pos + end + 1
@@ -319,11 +342,11 @@ class Spool:
         self.recover()
         st = SpoolStatus(self.path)
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = posix.open(self.path, posix.O_RDONLY)
         except FileNotFoundError:
             return st
         try:
-            size = os.fstat(fd).st_size
+            size = posix.fstat(fd).st_size
             pos = self._read_pos()
             pos = 0 if pos > size else pos
             st.bytes = size - pos
@@ -339,7 +362,7 @@ class Spool:
                     st.newest_id = messages[-1][1]
                 pos = pos_next
         finally:
-            os.close(fd)
+            posix.close(fd)
         return st
 
     # -- flushing ----------------------------------------------------------------------------
@@ -358,25 +381,25 @@ class Spool:
         """
         self.recover()
         try:
-            lock = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            lock = posix.open(self._lock_path, posix.O_RDWR | posix.O_CREAT, 0o600)
         except FileNotFoundError:
             return 0, 0
         sent = skipped = 0
         try:
             while True:
                 try:
-                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    posix.lockf(lock, posix.F_TLOCK, 0)
                     break
-                except BlockingIOError:
+                except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: another flusher
                     if not wait_for_lock or time.monotonic() >= deadline:
                         return 0, 0
                     time.sleep(0.02)
             try:
-                fd = os.open(self.path, os.O_RDWR)
+                fd = posix.open(self.path, posix.O_RDWR)
             except FileNotFoundError:
                 return 0, 0
             try:
-                size = os.fstat(fd).st_size
+                size = posix.fstat(fd).st_size
                 pos = self._read_pos()
                 if pos > size:
                     pos = 0
@@ -394,14 +417,14 @@ class Spool:
                     pos = pos_next
                     self._write_pos(pos)
                 if pos >= size:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                    if os.fstat(fd).st_size == pos:
-                        os.ftruncate(fd, 0)
+                    posix.lockf(fd, posix.F_LOCK, 0)  # the append lock (from offset 0: the whole file)
+                    if posix.fstat(fd).st_size == pos:
+                        posix.ftruncate(fd, 0)
                         self._write_pos(0)
             finally:
-                os.close(fd)
+                posix.close(fd)
         finally:
-            os.close(lock)
+            posix.close(lock)
         return sent, skipped
 
 
@@ -410,7 +433,7 @@ def _drain(src: int, dst: int, limit: int = 1 << 62) -> tuple[int, bytes | None]
     None; or, when `dst` refused a write or `limit` bytes were written, the bytes read and not
     written (the rest is left in `src`)."""
     size = 0
-    splice = getattr(os, "splice", None)  # Linux, Python 3.10+
+    splice = getattr(posix, "splice", None)  # Linux, Python 3.10+
     while splice is not None:
         if size >= limit:
             return size, b""
@@ -421,18 +444,25 @@ def _drain(src: int, dst: int, limit: int = 1 << 62) -> tuple[int, bytes | None]
         if not moved:
             return size, None
         size += moved
-    while chunk := os.read(src, 1 << 20):
+    while chunk := posix.read(src, 1 << 20):
         view = memoryview(chunk)
         if size >= limit:
             return size, chunk
         try:
             while view:
-                written = os.write(dst, view)
+                written = posix.write(dst, view)
                 view = view[written:]
                 size += written
         except OSError:
             return size, bytes(view)
     return size, None
+
+
+def _makedirs(path: str) -> None:
+    """Only where a directory is missing (a data dir's first run): os is loaded then."""
+    import os
+
+    os.makedirs(path, mode=0o700, exist_ok=True)
 
 
 def _lines(messages: list[Message]) -> bytes:
@@ -441,7 +471,7 @@ def _lines(messages: list[Message]) -> bytes:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        posix.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:

@@ -12,6 +12,8 @@ that would cost the hook a noticeable share of its start-up time.
 from __future__ import annotations
 
 import _socket
+import errno
+import posix
 import time
 
 from agentwatch import __version__
@@ -42,13 +44,18 @@ class BusError(Exception):
 class Connection:
     """One connected, authenticated client socket."""
 
-    def __init__(self, url: ServerURL, deadline: float) -> None:
+    def __init__(self, url: ServerURL, deadline: float, greet: bool = True) -> None:
         self.url = url
         self.deadline = deadline
         self.info: dict[str, Any] = {}
+        self.greeted = False
         self._buf = b""
         self._sock: Any = None
-        self._connect()
+        self._refused: BusError | None = None
+        self._pending = b""  # CONNECT, sent with the first write
+        self._start()
+        if greet:
+            self.greet()
 
     @property
     def max_payload(self) -> int:
@@ -61,43 +68,72 @@ class Connection:
             raise BusError("deadline reached")
         return left
 
-    def _connect(self) -> None:
-        url = self.url
-        last: Exception | None = None
+    def _start(self) -> None:
+        """Resolve the host and begin the TCP connection without waiting for it: the server
+        accepts and sends its INFO while the caller does its own work (see greet)."""
         try:
             # An ASCII host goes as bytes: a str would load the IDNA codec on every run.
-            host = url.host.encode() if url.host.isascii() else url.host
-            infos = _socket.getaddrinfo(host, url.port, 0, _socket.SOCK_STREAM)
+            host = self.url.host.encode() if self.url.host.isascii() else self.url.host
+            self._addrs = _socket.getaddrinfo(host, self.url.port, 0, _socket.SOCK_STREAM)
         except OSError as exc:
-            raise BusError(f"cannot resolve {url.host}: {exc}") from None
-        for family, socktype, proto, _, addr in infos:
+            self._refused = BusError(f"cannot resolve {self.url.host}: {exc}")
+            return
+        self._errors: list[str] = []
+        self._connect_next()
+
+    def _connect_next(self) -> None:
+        """Begin connecting to the next address; one that refuses at once (as loopback does) is
+        skipped. Sets _refused when none is left."""
+        while self._addrs:
+            family, socktype, proto, _, addr = self._addrs.pop(0)
             sock = _socket.socket(family, socktype, proto)
+            sock.setblocking(False)
             try:
-                sock.settimeout(self._remaining())
                 sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
-                sock.connect(addr)
-            except (OSError, BusError) as exc:
-                sock.close()
-                last = exc
-                continue
-            self._sock = sock
-            break
-        else:
-            raise BusError(f"cannot connect to {url.display()}: {last}")
+                code = sock.connect_ex(addr)
+            except OSError as exc:
+                code = -1
+                self._errors.append(str(exc))
+            if code in (0, errno.EINPROGRESS):
+                self._sock = sock
+                return
+            sock.close()
+            if code > 0:
+                self._errors.append(f"[Errno {code}] {posix.strerror(code)}")
+        self._refused = BusError(f"cannot connect to {self.url.display()}: {'; '.join(self._errors)}")
+
+    def greet(self) -> None:
+        """Wait for the connection and the server's INFO (TLS after it when asked for); the
+        CONNECT goes with the first write. Raises BusError."""
+        url = self.url
+        while not self.greeted:
+            if self._refused is not None:
+                raise self._refused
+            try:
+                line = self._readline()
+                if not line.startswith(b"INFO "):
+                    raise BusError(f"{url.display()} did not greet like a NATS server: {line[:60]!r}")
+                self.info = loads(line[5:].decode("utf-8", "replace"))
+                if url.tls or self.info.get("tls_required"):
+                    self._start_tls()
+                self._pending = self._connect_line()
+                self.greeted = True
+            except (OSError, ValueError, BusError) as exc:
+                connected = self._connected()
+                self.close()
+                if isinstance(exc, BusError):
+                    raise
+                if connected or isinstance(exc, ValueError):
+                    raise BusError(f"{url.display()}: {exc}") from None
+                self._errors.append(str(exc))  # the connection never was: the next address
+                self._connect_next()
+
+    def _connected(self) -> bool:
         try:
-            line = self._readline()
-            if not line.startswith(b"INFO "):
-                raise BusError(f"{url.display()} did not greet like a NATS server: {line[:60]!r}")
-            self.info = loads(line[5:].decode("utf-8", "replace"))
-            if url.tls or self.info.get("tls_required"):
-                self._start_tls()
-            self._send(self._connect_line())
-        except BusError:
-            self.close()
-            raise
-        except (OSError, ValueError) as exc:
-            self.close()
-            raise BusError(f"{url.display()}: {exc}") from None
+            self._sock.getpeername()
+        except (OSError, AttributeError):
+            return False
+        return True
 
     def _start_tls(self) -> None:
         import os
@@ -134,7 +170,8 @@ class Connection:
 
     def _send(self, data: bytes) -> None:
         self._sock.settimeout(self._remaining())
-        self._sock.sendall(data)
+        self._sock.sendall(self._pending + data)
+        self._pending = b""
 
     def _readline(self) -> bytes:
         while b"\r\n" not in self._buf:
@@ -175,9 +212,7 @@ class Connection:
         acks = headers and bool(self.info.get("jetstream")) and not self._acks_refused and stream is not False
         parts = []
         if acks and not self._inbox:
-            import os
-
-            self._inbox = f"{ACK_PREFIX}.{os.urandom(8).hex()}"
+            self._inbox = f"{ACK_PREFIX}.{posix.urandom(8).hex()}"
             parts.append(f"SUB {self._inbox}.* 1\r\n".encode())
         ask = acks and stream is None and bool(batch)
         if ask:

@@ -9,6 +9,8 @@ Which URL to use is config.clickhouse_url()'s business.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentwatch import config
@@ -17,9 +19,19 @@ from agentwatch.store.queries import QUERY_MAX_ROWS, QUERY_MAX_SECONDS
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
 
+# How long one query's answer may take to arrive from a server (the query service's own limit,
+# QUERY_MAX_SECONDS, is ClickHouse's; inserts of a large batch take longer than that).
+QUERY_READ_SECONDS = 60
 
-def connect(url: str, **settings: Any) -> Client:
-    """A sync client for `url`, with `settings` applied to every query of its session."""
+
+def connect(url: str, environ: Mapping[str, str] = os.environ, **settings: Any) -> Client:
+    """A sync client for `url`, with `settings` applied to every query of its session.
+
+    A server must answer the client's first question (its version) within
+    AGENTWATCH_CONNECT_TIMEOUT, so one that takes the connection and never answers is told
+    within seconds; the queries after it may take a minute. `https://` means TLS: clickhouse-connect
+    reads a DSN's host, port and credentials but not its scheme (TLS only on ports 443 and 8443),
+    so an `https://host:8123` URL would otherwise send the password in clear."""
     import clickhouse_connect
 
     if config.is_embedded(url):
@@ -27,16 +39,28 @@ def connect(url: str, **settings: Any) -> Client:
         if path and not path.startswith(":memory:"):
             config.ensure_dir(path)
         return clickhouse_connect.get_client(dsn=url, settings=settings or None)
-    return clickhouse_connect.get_client(
-        dsn=url, settings=settings or None, connect_timeout=5, send_receive_timeout=60
+    from clickhouse_connect.driver.httpclient import HttpClient
+    from urllib3.util import Timeout  # clickhouse-connect's own HTTP client, and its timeout type
+
+    answer = config.connect_timeout(environ)
+    client = clickhouse_connect.get_client(
+        dsn=url,
+        secure=url.lower().startswith("https:"),
+        settings=settings or None,
+        connect_timeout=answer,
+        send_receive_timeout=answer,
     )
+    if isinstance(client, HttpClient):
+        client.timeout = Timeout(connect=answer, read=QUERY_READ_SECONDS)
+    return client
 
 
-def connect_readonly(url: str) -> Client:
+def connect_readonly(url: str, environ: Mapping[str, str] = os.environ) -> Client:
     """A client that ClickHouse itself keeps read-only (readonly=1: no writes, no DDL, no SET),
     with bounded query time and result size."""
     return connect(
         url,
+        environ,
         max_execution_time=QUERY_MAX_SECONDS,
         max_result_rows=QUERY_MAX_ROWS + 1,
         result_overflow_mode="break",

@@ -25,6 +25,9 @@ that fits none raises ClusterSchemaError naming it, rather than emitting somethi
   cluster has nothing to backfill; on one with history, run the migration's INSERT by hand.
 - `ALTER TABLE t ADD COLUMN ...[, ADD COLUMN ...]`: on `t_local` and on the Distributed `t` (on
   `t` alone for a Null table), each `ADD COLUMN` made `IF NOT EXISTS`.
+- `ALTER TABLE t ADD INDEX IF NOT EXISTS ...`: on `t_local` alone (a Distributed table holds no
+  rows to index). `ALTER TABLE t MATERIALIZE INDEX ...` (building it for the rows stored before)
+  is left out like a backfill: on a cluster with history, run it by hand on `t_local`.
 
 Every statement gets `ON CLUSTER '{cluster}'` and is idempotent, so the whole file can be applied
 again after a new migration. Keywords are matched as the migrations write them: upper case.
@@ -118,6 +121,8 @@ _MATERIALIZED = re.compile(
 )
 _ALTER = re.compile(r"ALTER TABLE (?P<name>\w+)(?P<actions>\s.*)", re.DOTALL)
 _DROP = re.compile(r"DROP (?P<kind>TABLE|VIEW) IF EXISTS (?P<name>\w+)")
+_ADD_INDEX = re.compile(r"\s*ADD INDEX IF NOT EXISTS\s")
+_MATERIALIZE_INDEX = re.compile(r"\s*MATERIALIZE INDEX\s")
 _ADD_COLUMN = re.compile(r"ADD COLUMN\s+(?P<exists>IF NOT EXISTS\s+)?\S")
 _SOURCE = re.compile(r"\b(?:FROM|JOIN)\s+(\S+)")
 _NOT_A_DEFINITION = re.compile(r"\bAS\s+SELECT\b|\bEMPTY\b|\bPOPULATE\b")
@@ -284,6 +289,12 @@ class ClusterSchema:
         name, actions = match["name"], match["actions"]
         if name not in self.sharded and name not in self.everywhere:
             raise ClusterSchemaError(f"{name} is not a table created by an earlier statement")
+        if _MATERIALIZE_INDEX.match(actions):
+            return []  # a backfill: see the module's docstring
+        if _ADD_INDEX.match(actions):
+            if name not in self.sharded:
+                raise ClusterSchemaError(f"an index on {name}, which holds no rows of its own")
+            return [Statement(f"ALTER TABLE {name}{LOCAL_SUFFIX} {ON_CLUSTER}{actions}")]
         actions = _columns_if_not_exists(actions)
         if name in self.everywhere:
             return [Statement(f"ALTER TABLE {name} {ON_CLUSTER}{actions}")]

@@ -37,6 +37,7 @@ from agentwatch.format import clock
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui import truth
+from agentwatch.tui.actions import HISTORY_BINDINGS, HistoryActions
 from agentwatch.tui.alerts_view import Alerts, AlertsScreen, is_alert
 from agentwatch.tui.commands import system_commands
 from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Pacer, Palette
@@ -52,8 +53,9 @@ from agentwatch.tui.layout import (
 )
 from agentwatch.tui.model import Feed, FeedFilter, FeedLine
 from agentwatch.tui.roster import Agent, Roster, Unconfirmed
-from agentwatch.tui.sources import HistorySource, LiveSource, answer_envelopes
+from agentwatch.tui.sources import HistorySource, LiveSource
 from agentwatch.tui.status import EMPTY_HINT, fit, live_segments, roster_cells, roster_title
+from agentwatch.tui.store_side import StoreSide
 from agentwatch.tui.table import Cell, Table
 from agentwatch.tui.team import Team
 from agentwatch.tui.views import AgentScreen, TeamScreen
@@ -66,8 +68,6 @@ PENDING_MAX = 20_000
 FULL_COLLECTION_SECONDS = 20.0
 # Seconds live events wait for the history before they are shown anyway.
 HISTORY_PATIENCE = 5.0
-# How often the store is asked again while it does not answer (a dashboard opened before `up`).
-HISTORY_RETRY_SECONDS = 3.0
 # The timer that moves ages on; new events are painted as they come (deliver), at most one
 # repaint per MIN_REPAINT_GAP or twice the last repaint's cost.
 REPAINT_SECONDS = 0.25
@@ -78,7 +78,7 @@ DARK, LIGHT = "textual-dark", "textual-light"
 COST_AFTER_USAGE_SECONDS = 1.0
 
 
-class AgentwatchApp(App[None]):
+class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     """The dashboard. Sources come in through the constructor (tests pass fakes)."""
 
     TITLE = "agentwatch"
@@ -91,6 +91,7 @@ class AgentwatchApp(App[None]):
         Binding("t", "team", "Team", tooltip="who messaged whom, tasks, idle teammates"),
         Binding("exclamation_mark", "alerts", "Alerts", tooltip="open and recent alerts; Enter: the agent"),
         Binding("h", "tools", "Tools", tooltip="durations and failure rates of tools, sessions (from SQL)"),
+        *HISTORY_BINDINGS,
         Binding(
             "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
         ),
@@ -130,7 +131,7 @@ class AgentwatchApp(App[None]):
         # Live events counted on top of the store's last answer, until it holds them.
         self.unconfirmed = Unconfirmed()
         self.refresh_seconds = refresh_seconds
-        self.show_folded = self._truth_asked = self._truth_in_once = self._truth_due = False
+        self.show_folded = self._truth_asked = self._truth_in_once = self._costs_due = False
         self.store_ok = history is None
         self.events_total, self._status_at = 0, 0.0
         self._pacer = Pacer(MIN_REPAINT_GAP)
@@ -228,69 +229,6 @@ class AgentwatchApp(App[None]):
     async def run_live(self) -> None:
         await self.live.run(self.deliver, self.bus_status)
 
-    def refresh_truth(self) -> None:
-        """Ask the store for its answer again (unless the last question is still out)."""
-        if self.history is None or self._truth_asked:
-            return
-        self._truth_asked, self._truth_due = True, False
-        self.load_truth(self.unconfirmed.ids(truth.STORED_CHECK_MAX))
-
-    @work(thread=True, exclusive=True, group="truth")
-    def load_truth(self, asked: list[str]) -> None:
-        """The store's figures, and which of `asked` (live events counted on top) it holds."""
-        assert self.history is not None
-        try:
-            answer = truth.read(self.history, asked, self.roster.max_agents)
-        except HistoryError as exc:
-            self.call_from_thread(self._truth_failed, str(exc))
-            return
-        self.call_from_thread(self._truth_in, answer)
-
-    def _truth_in(self, answer: truth.Truth) -> None:
-        """The store's answer in place of every figure, then the live events it does not hold."""
-        self._truth_asked = False
-        self.store_ok = True
-        truth.take(answer, self.roster, self.team, self.unconfirmed)
-        self.alerts.load(answer.alerts)
-        self.costs.update(answer.costs)
-        self.events_total = answer.events_total
-        self._dirty = True
-        if not self._truth_in_once:
-            self._truth_in_once = True
-            self.load_history()
-
-    def _truth_failed(self, text: str) -> None:
-        self._truth_asked = False
-        self.store_ok = False
-        self._store_status(f"store: {text}; retrying")  # live events are shown meanwhile
-        if not self._truth_in_once:  # a dashboard opened before the store: soon, not at the next refresh
-            self.set_timer(HISTORY_RETRY_SECONDS, self.refresh_truth)
-
-    @work(thread=True, exclusive=True, group="history")
-    def load_history(self) -> None:
-        """The recent events for the feed and the agents' timelines (the figures are the truth's)."""
-        assert self.history is not None
-        try:
-            answer = self.history.query(*queries.recent_events(self.history_rows))
-        except HistoryError as exc:
-            self.call_from_thread(self._history_failed, f"store: {exc}; showing live events only")
-            return
-        self.call_from_thread(self._apply_history, answer_envelopes(answer))
-
-    def _history_failed(self, text: str) -> None:
-        self.store_ok = False
-        self._store_status(f"{text}; retrying")
-        self.set_timer(HISTORY_RETRY_SECONDS, self.load_history)
-
-    def _stop_waiting_for_history(self) -> None:
-        if not self._history_done:
-            self._store_status("store slow to answer: showing live events; history follows when it comes")
-
-    def _store_status(self, text: str) -> None:
-        self.store_text = text
-        self._history_done = True
-        self._dirty = True
-
     def apply(self, env: dict[str, Any], raw: bytes | None = None) -> None:
         """One envelope into the model: feed, roster (and the agent's timeline), team. Token usage
         is no event a person reads: it makes the costs be asked again, soon. An alert: see alerts_view."""
@@ -299,9 +237,9 @@ class AgentwatchApp(App[None]):
                 self.bell()
             return
         if env.get("kind") in truth.NOT_EVENTS:
-            if not self._truth_due and self.history is not None:
-                self._truth_due = True
-                self.set_timer(COST_AFTER_USAGE_SECONDS, self.refresh_truth)
+            if not self._costs_due and self.history is not None:
+                self._costs_due = True
+                self.set_timer(COST_AFTER_USAGE_SECONDS, self.load_costs)
             return
         line = self.feed.add(FeedLine.of(env, raw))
         self.roster.apply(env, line)
@@ -311,25 +249,17 @@ class AgentwatchApp(App[None]):
         elif env.get("kind") != "message":
             self.events_total += 1  # no store: the live events are all there is
 
-    def _apply_history(self, envelopes: list[dict[str, Any]]) -> None:
-        """The stored recent events into the feed and the timelines (they count nothing: the
-        store's answer has them), then what came live before them: the feed stays in time order."""
-        self.feed, stored = truth.take_history(envelopes, self.feed, self.roster, self.team)
-        self._history_ids |= stored
-        self.store_text = f"store: {len(envelopes)} recent events loaded"
-        self._history_done = True
-        self._dirty = True
-
     # -- repaint -----------------------------------------------------------------------------
 
     def repaint(self) -> None:
-        started = time.monotonic()
+        started, drained = time.monotonic(), 0
         try:
-            self._repaint()
+            drained = self._repaint()
         finally:
-            self._pacer.painted(started)
+            self._pacer.painted(started, drained)
 
-    def _repaint(self) -> None:
+    def _repaint(self) -> int:
+        """Apply what the live source delivered and paint; how many events it applied."""
         drained = 0
         while self._pending and not self.paused and self._history_done:
             item = self._pending.popleft()
@@ -352,7 +282,7 @@ class AgentwatchApp(App[None]):
             self._history_ids.clear()
         if not self._main_visible():
             self._dirty = self._dirty or drained > 0  # painted when the live view is back
-            return
+            return drained
         try:
             self.roster.settle(self.clock())
             if drained or self._dirty:
@@ -365,7 +295,8 @@ class AgentwatchApp(App[None]):
                 if time.monotonic() - self._status_at >= 1.0:
                     self._paint_status()
         except NoMatches:  # the app is closing: its timer outlived the live view's widgets
-            return
+            pass
+        return drained
 
     def on_resize(self) -> None:
         if self._main is not None:
@@ -466,17 +397,7 @@ class AgentwatchApp(App[None]):
 
     @on(Input.Changed, "#filter")
     def filter_changed(self, event: Input.Changed) -> None:
-        parts: dict[str, str] = {"agent": "", "tool": "", "event": ""}
-        words = []
-        for word in event.value.split():
-            key, sep, value = word.partition(":")
-            if sep and key in parts:
-                parts[key] = value
-            else:
-                words.append(word)
-        self.filter = FeedFilter(
-            agent=parts["agent"], tool=parts["tool"], event=parts["event"], text=" ".join(words)
-        )
+        self.filter = FeedFilter.parse(event.value, self.filter.bookkeeping)
         self._dirty = True
         self.repaint()
 
@@ -594,5 +515,5 @@ class AgentwatchApp(App[None]):
         from agentwatch.tui.tools_view import ToolsScreen
 
         screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
-                   ("Tools and history", ToolsScreen.BINDINGS)]  # fmt: skip
+                   ("Tools and history", ToolsScreen.BINDINGS), *self.history_help()]  # fmt: skip
         self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS], screens))

@@ -22,11 +22,13 @@ from agentwatch.agents import FAILED, IDLE, LOST, STOPPED, THINKING, WAITING, WO
 
 class Pacer:
     """When live events are painted: at once when the screen is idle, else when the last repaint's
-    cost allows. The next repaint waits at least twice what the last one cost (and `min_gap`):
-    under a flood, keys and the bus still get the event loop most of the time."""
+    cost allows. The next repaint waits at least twice what the last one cost (and `min_gap`); under
+    a flood (a repaint that took `flood` events or more) it waits `flood_gap`, the regular timer's
+    pace: keys and the bus keep most of the event loop, and a flood is painted as before."""
 
-    def __init__(self, min_gap: float) -> None:
+    def __init__(self, min_gap: float, flood_gap: float = 0.25, flood: int = 50) -> None:
         self.min_gap = self.gap = min_gap
+        self.flood_gap, self.flood = flood_gap, flood
         self.done_at = 0.0
         self.due = False  # a repaint is on its way
         self.ready = False  # the screen is laid out
@@ -39,9 +41,9 @@ class Pacer:
         self.due = True
         return max(0.0, self.done_at + self.gap - time.monotonic())
 
-    def painted(self, started: float) -> None:
+    def painted(self, started: float, events: int = 0) -> None:
         self.done_at = time.monotonic()
-        self.gap = max(self.min_gap, 2 * (self.done_at - started))
+        self.gap = max(self.flood_gap if events >= self.flood else self.min_gap, 2 * (self.done_at - started))
 
 
 class FullCollections:

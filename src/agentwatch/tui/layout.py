@@ -29,9 +29,11 @@ _COMPACT_NAMES = ", ".join(name for name, _ in COMPACT_ROSTER_COLUMNS)
 ABOUT = (
     "agentwatch: live activity of your agents",
     "",
-    "Roster: one row per agent, subagents and teammates under their lead.",
+    "Roster: one row per agent where it lives (its session), subagents and teammates under their lead;",
+    "  live agents first, stopped and lost ones below and folded away after 5 minutes (o shows them).",
     "  state  working (a tool is running) · waiting (for permission) · thinking",
     "         idle (turn over) · stopped (session ended) · failed (API error)",
+    "         lost (nothing from its session for 10 minutes, and no end)",
     "Feed: one line per event, newest at the bottom. agent:NAME in its filter narrows the roster too.",
     "Filter (/): Enter applies it and returns to the feed; Escape clears it, Escape again leaves it.",
     f"The roster sits beside the feed on terminals of {SIDE_BY_SIDE_WIDTH} columns or more, above it on "

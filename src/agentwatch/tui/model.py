@@ -106,16 +106,38 @@ class FeedLine(NamedTuple):
         return value if type(value) is int else None
 
 
+# Events that say how the work is kept, not what is done: folded out of the feed unless asked for
+# (or named by `event:`).
+BOOKKEEPING = frozenset(
+    {"PostToolBatch", "InstructionsLoaded", "CwdChanged", "FileChanged", "ConfigChange", "Setup"}
+)
+
+
 @dataclass(frozen=True)
 class FeedFilter:
     agent: str = ""
     event: str = ""
     tool: str = ""
     text: str = ""
+    bookkeeping: bool = False  # bookkeeping events shown
+
+    @classmethod
+    def parse(cls, value: str, bookkeeping: bool = False) -> FeedFilter:
+        """`agent:NAME tool:NAME event:KIND` and the other words as text."""
+        parts: dict[str, str] = {"agent": "", "tool": "", "event": ""}
+        words = []
+        for word in value.split():
+            key, sep, found = word.partition(":")
+            if sep and key in parts:
+                parts[key] = found
+            else:
+                words.append(word)
+        return cls(parts["agent"], parts["event"], parts["tool"], " ".join(words), bookkeeping)
 
     def matches(self, line: FeedLine) -> bool:
         return (
-            (not self.agent or line.agent == self.agent)
+            (self.bookkeeping or line.event not in BOOKKEEPING or line.event == self.event)
+            and (not self.agent or line.agent == self.agent)
             and (not self.event or self.event in (line.event, line.kind))
             and (not self.tool or line.tool == self.tool)
             and (not self.text or self.text.lower() in f"{line.agent} {line.event} {line.text}".lower())

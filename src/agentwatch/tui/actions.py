@@ -1,0 +1,85 @@
+"""The dashboard's ways into the past: its sessions, a search, the cost view; and the feed's
+bookkeeping events, folded away or shown.
+
+A base of the app (AgentwatchApp), so its keys and the command palette reach these screens; each
+needs the store (the HistorySource) and says so without one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from textual.binding import Binding
+
+from agentwatch.tui.model import FeedFilter
+from agentwatch.tui.sources import HistorySource
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    _Base = App[None]
+else:
+    _Base = object
+
+HISTORY_BINDINGS = [
+    Binding("e", "sessions", "Sessions", tooltip="every session: its turns, events, agents, alerts, replay"),
+    Binding("g", "search", "Search", tooltip="a word, an error, a file or a command in the whole history"),
+    Binding("c", "cost", "Cost", tooltip="burn rate; cost by agent, team, model, day; the costliest turns"),
+    Binding("b", "toggle_bookkeeping", "Bookkeeping", show=False,
+            tooltip="show PostToolBatch, InstructionsLoaded and other bookkeeping in the feed, on/off"),
+]  # fmt: skip
+
+
+class HistoryActions(_Base):
+    """The actions of HISTORY_BINDINGS."""
+
+    history: HistorySource | None
+    filter: FeedFilter
+    _dirty: bool
+
+    def _history_or_say(self) -> HistorySource | None:
+        if self.history is None:
+            self.notify("sessions, search and cost need the store (agentwatch up)", severity="warning")
+        return self.history
+
+    def _open(self, screen: Any) -> None:
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.push_screen(screen)
+
+    def action_sessions(self) -> None:
+        if (history := self._history_or_say()) is not None:
+            from agentwatch.tui.sessions_view import SessionsScreen
+
+            self._open(SessionsScreen(history))
+
+    def action_search(self) -> None:
+        if (history := self._history_or_say()) is not None:
+            from agentwatch.tui.search_view import SearchScreen
+
+            self._open(SearchScreen(history))
+
+    def action_cost(self) -> None:
+        if (history := self._history_or_say()) is not None:
+            from agentwatch.tui.cost_view import CostScreen
+
+            self._open(CostScreen(history))
+
+    def action_toggle_bookkeeping(self) -> None:
+        shown = not self.filter.bookkeeping
+        self.filter = dataclasses.replace(self.filter, bookkeeping=shown)
+        self.notify("bookkeeping events shown" if shown else "bookkeeping events folded away")
+        self._dirty = True
+
+    def history_help(self) -> list[tuple[str, Any]]:
+        """The help screen's sections of these screens."""
+        from agentwatch.tui.cost_view import CostScreen
+        from agentwatch.tui.replay import ReplayScreen
+        from agentwatch.tui.search_view import SearchScreen
+        from agentwatch.tui.session_page import SessionScreen
+        from agentwatch.tui.sessions_view import SessionsScreen
+
+        return [("Sessions", SessionsScreen.BINDINGS), ("A session", SessionScreen.BINDINGS),
+                ("Replay", ReplayScreen.BINDINGS), ("Search", SearchScreen.BINDINGS),
+                ("Cost", CostScreen.BINDINGS)]  # fmt: skip

@@ -1,0 +1,130 @@
+"""The dashboard's cost view: the burn rate now, and what a window cost by agent, team, model and
+day, and its most expensive turns with their share, all from the store.
+
+Burn rate and turns: store/cost_queries.py; the groupings: store/queries.py's `cost` (the cost
+rollups, which `agentwatch cost` reads too). The window (w, or 1-4) is whole UTC hours like the
+CLI's --since. By harness: not yet, the events carry no harness column on this version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Footer, TabbedContent, TabPane
+
+from agentwatch.format import money, one_line
+from agentwatch.store import cost_queries, queries
+from agentwatch.tui.common import refill
+from agentwatch.tui.sources import HistorySource
+from agentwatch.tui.store_screen import StoreScreen, table
+
+WINDOWS = {"1h": 3600, "1d": 86_400, "7d": 7 * 86_400, "all": 0}
+GROUPS = ("agent", "team", "model", "day")
+REFRESH_SECONDS = 10.0
+
+
+@dataclass
+class CostAnswer:
+    burn: dict[str, Any] = field(default_factory=dict)
+    groups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+
+
+def since_of(window: str, now: float) -> str:
+    """The start of the UTC hour that holds `now` - window (the epoch for all)."""
+    seconds = WINDOWS[window]
+    if not seconds:
+        return queries.EPOCH
+    at = dt.datetime.fromtimestamp(now - seconds, dt.UTC)
+    return at.strftime("%Y-%m-%d %H:00:00.000")
+
+
+def group_cells(by: str, row: dict[str, Any]) -> tuple[Any, ...]:
+    key = {
+        "agent": f"{row.get('agent')}" + (f" ({row['team']})" if row.get("team") else ""),
+        "team": str(row.get("team") or "(none)"),
+        "model": str(row.get("model") or "(unknown)"),
+        "day": str(row.get("day") or ""),
+    }[by]
+    tokens = sum(int(row.get(k) or 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                               "cache_write_5m_tokens", "cache_write_1h_tokens"))  # fmt: skip
+    return (key, f"{int(row['api_calls']):,}", f"{tokens:,}", money(row.get("cost_usd"), tokens))
+
+
+class CostScreen(StoreScreen):
+    """Burn rate now; cost by agent, team, model and day; the most expensive turns."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "app.pop_screen", "Back"),
+        Binding("w", "cycle_window", "Window", tooltip="1h, 1d, 7d, all, in turn"),
+        Binding("r", "reload", "Refresh"),
+    ]
+
+    def __init__(self, history: HistorySource, window: str = "1d") -> None:
+        super().__init__(history, "cost-head")
+        self.sub_title = "cost"
+        self.window = window
+        self.answer = CostAnswer()
+
+    def compose(self) -> ComposeResult:
+        yield self.head
+        with TabbedContent(id="cost-tabs"):
+            for by in GROUPS:
+                with TabPane(f"By {by}", id=f"cost-{by}"):
+                    yield table(f"cost-by-{by}", by, "API calls", "tokens", "cost")
+            with TabPane("Top turns", id="cost-turns"):
+                yield table(
+                    "cost-top-turns", "share", "cost", "tokens", "calls", "session", "agent", "prompt"
+                )
+        yield Footer()
+
+    def start(self) -> None:
+        self.load()
+        self.set_interval(REFRESH_SECONDS, self.load)
+
+    def fetch(self) -> CostAnswer:
+        since = since_of(self.window, time.time())
+        out = CostAnswer(burn=self.history.query(*cost_queries.BURN_RATE).first())
+        for by in GROUPS:
+            out.groups[by] = self.history.query(*queries.cost(by, since, 200)).dicts()
+        out.turns = self.history.query(*cost_queries.top_turns(since)).dicts()
+        return out
+
+    def show(self, answer: CostAnswer) -> None:
+        self.answer = answer
+        b = answer.burn
+        head = Text("cost  ", style="bold")
+        per_minute = float(b.get("last_5_minutes_usd") or 0) / 5
+        head.append(
+            f"burning {money(per_minute) or '$0.00'}/min · {money(float(b.get('last_hour_usd') or 0))}/h now"
+        )
+        head.append(f" · today {money(float(b.get('today_usd') or 0))}", style="dim")
+        head.append(f"   window {self.window} (w)", style="dim")
+        self.say(head)
+        for by in GROUPS:
+            refill(
+                self.query_one(f"#cost-by-{by}", DataTable), [group_cells(by, r) for r in answer.groups[by]]
+            )
+        refill(
+            self.query_one("#cost-top-turns", DataTable),
+            [
+                (f"{t['share_pct']:g}%" if t.get("share_pct") is not None else "", money(t["cost_usd"]),
+                 f"{int(t['tokens']):,}", str(t["api_calls"]), str(t["session_id"])[:8],
+                 str(t.get("agent") or ""), one_line(t.get("prompt"), 80))
+                for t in answer.turns
+            ],
+        )  # fmt: skip
+
+    def action_cycle_window(self) -> None:
+        names = list(WINDOWS)
+        self.window = names[(names.index(self.window) + 1) % len(names)]
+        self.load()
+
+    def action_reload(self) -> None:
+        self.load()

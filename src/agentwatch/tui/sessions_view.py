@@ -1,0 +1,124 @@
+"""The sessions view: every session in the store, newest first, filterable; Enter opens its page.
+
+Read as the tools view reads its sessions (store/queries.py: the newest ids from the sessions
+rollup, then their rows with coverage and cost), with each session's number of agents beside
+(store/session_queries.py). The filter narrows the rows on screen by session, agent, team, host
+or outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Footer, Input
+
+from agentwatch.format import duration, money
+from agentwatch.store import queries, session_queries
+from agentwatch.tui.common import refill
+from agentwatch.tui.sources import HistorySource
+from agentwatch.tui.store_screen import StoreScreen, table
+
+SESSIONS_MAX = 500
+COLUMNS = ("started (UTC)", "session", "agent", "agents", "team", "host", "took", "events", "calls", "err",
+           "cost", "cover", "outcome")  # fmt: skip
+
+
+def session_row(row: dict[str, Any]) -> tuple[Any, ...]:
+    started = row.get("started")
+    when = f"{started:%Y-%m-%d %H:%M}" if started is not None else ""
+    cover = row.get("coverage_pct")
+    return (
+        when,
+        str(row["session_id"])[:8],
+        str(row.get("agent") or ""),
+        str(row.get("agents") or 1),
+        str(row.get("team") or ""),
+        str(row.get("host") or ""),
+        duration(row.get("duration_ms")),
+        str(row.get("events") or 0),
+        str(row.get("tool_calls") or 0),
+        str(row.get("errors") or 0),
+        money(row.get("cost_usd"), int(row.get("tokens") or 0)),
+        "" if cover is None else f"{cover:g}%",
+        str(row.get("outcome") or ""),
+    )
+
+
+class SessionsScreen(StoreScreen):
+    """Every session, newest first; a filter; Enter: the session's page."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "app.pop_screen", "Back"),
+        Binding("slash", "focus_filter", "Filter", tooltip="by session, agent, team, host or outcome"),
+        Binding("r", "reload", "Refresh"),
+    ]
+
+    def __init__(self, history: HistorySource) -> None:
+        super().__init__(history, "sessions-head")
+        self.sub_title = "sessions"
+        self.rows: list[dict[str, Any]] = []
+        self.shown: list[dict[str, Any]] = []
+        self.text = ""
+
+    def compose(self) -> ComposeResult:
+        yield self.head
+        yield Input(placeholder="filter: session, agent, team, host or outcome", id="sessions-filter")
+        yield table("sessions-table", *COLUMNS)
+        yield Footer()
+
+    def fetch(self) -> list[dict[str, Any]]:
+        ids = [
+            str(i)
+            for i in self.history.query(*queries.newest_sessions(None, SESSIONS_MAX)).column("session_id")
+        ]
+        if not ids:
+            return []
+        rows = self.history.query(*queries.session_details(ids)).dicts()
+        counts = self.history.query(*session_queries.session_agent_counts(ids)).dicts()
+        agents = {str(r["session_id"]): int(r["agents"]) for r in counts}
+        for row in rows:
+            row["agents"] = agents.get(str(row["session_id"]), 1)
+        return rows
+
+    def show(self, answer: list[dict[str, Any]]) -> None:
+        self.rows = answer
+        self.paint()
+
+    def paint(self) -> None:
+        words = self.text.lower().split()
+        keys = ("session_id", "agent", "team", "host", "outcome")
+        self.shown = [
+            r for r in self.rows if all(any(w in str(r.get(k) or "").lower() for k in keys) for w in words)
+        ]
+        refill(self.query_one("#sessions-table", DataTable), [session_row(r) for r in self.shown])
+        head = Text(f"sessions  {len(self.rows)} in the store", style="bold")
+        if len(self.shown) != len(self.rows):
+            head.append(f" · {len(self.shown)} match the filter", style="dim")
+        head.append("   Enter: the session's turns, events, agents and alerts", style="dim")
+        self.say(head)
+
+    @on(Input.Changed, "#sessions-filter")
+    def filter_changed(self, event: Input.Changed) -> None:
+        self.text = event.value
+        self.paint()
+
+    @on(Input.Submitted, "#sessions-filter")
+    def filter_done(self) -> None:
+        self.query_one("#sessions-table", DataTable).focus()
+
+    @on(DataTable.RowSelected, "#sessions-table")
+    def open_session(self, event: DataTable.RowSelected) -> None:
+        if 0 <= event.cursor_row < len(self.shown):
+            from agentwatch.tui.session_page import SessionScreen
+
+            self.app.push_screen(SessionScreen(self.history, str(self.shown[event.cursor_row]["session_id"])))
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#sessions-filter", Input).focus()
+
+    def action_reload(self) -> None:
+        self.load()
