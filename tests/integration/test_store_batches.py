@@ -23,7 +23,14 @@ from agentwatch.bus.streams import (
     prepare_stream,
     store_consumer_config,
 )
-from agentwatch.consumers.store import BATCH_ROWS, FETCH_BATCH, MAX_HELD, StoreWriter, store_router
+from agentwatch.consumers.store import (
+    BATCH_ROWS,
+    FETCH_BATCH,
+    INSERT_SPACING_S,
+    MAX_HELD,
+    StoreWriter,
+    store_router,
+)
 from agentwatch.store.migrations import apply_migrations
 from tests.integration.test_store import consumer_state, envelopes, publish, split_counts, wait_until
 from tests.services import NatsServer
@@ -65,6 +72,21 @@ async def test_an_event_on_a_quiet_bus_is_stored_at_once(nats_server: NatsServer
                 await asyncio.sleep(0.02)
         assert writer.stats.batches == 2
     assert await consumer_state(nats_server.url) == (0, 0, 0)
+
+
+async def test_a_steady_flow_is_written_every_half_second(nats_server: NatsServer, ch: Client) -> None:
+    """A fetch ends every 0.2 s while events trickle in, each with nothing more waiting: written one
+    by one, that would be five inserts a second, each paying the fixed cost of every table and view."""
+    flow = envelopes(60)
+    async with store(nats_server.url, ch, fetch_batch=5000) as writer:
+        started = time.monotonic()
+        for n, message in enumerate(flow):  # 20 a second for 3 s
+            await asyncio.sleep(max(0.0, started + n / 20 - time.monotonic()))
+            await publish(nats_server.url, [message])
+        await wait_until(lambda: writer.stats.stored + writer.stats.messages >= len(flow), timeout=10)
+        took = time.monotonic() - started
+    assert writer.stats.batches <= took / INSERT_SPACING_S + 1, (writer.stats.batches, took)
+    assert took < 3.0 + 2 * INSERT_SPACING_S, f"the flow was stored {took - 3:.1f}s after its last event"
 
 
 async def test_a_backlog_gathers_into_one_insert(nats_server: NatsServer, ch: Client) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,10 @@ FETCH_BATCH = 5000
 BATCH_ROWS = 50_000
 # How long a batch may gather at most while a backlog is there (its first messages wait that long).
 GATHER_SECONDS = 1.0
+# Under a steady flow (each fetch ends with nothing more waiting, and the next comes soon) the
+# inserts are this far apart at least: a fetch ends every 0.2 s, and an insert of each would spend
+# the fixed cost five times a second. An event after a quiet spell is written at once.
+INSERT_SPACING_S = 0.5
 # Messages the writer holds (fetched, not yet acknowledged): with the one pull request open,
 # below the consumer's max_ack_pending, so JetStream never holds the store at its limit.
 MAX_HELD = bus.MAX_ACK_PENDING - 2 * FETCH_BATCH
@@ -121,6 +126,7 @@ class StoreWriter:
         *,
         batch_rows: int = BATCH_ROWS,
         flush_seconds: float = GATHER_SECONDS,
+        spacing_seconds: float = INSERT_SPACING_S,
         max_held: int = MAX_HELD,
         insert: Callable[..., None] = insert_batch,
         insert_usage_rows: Callable[..., None] = insert_usage,
@@ -129,6 +135,8 @@ class StoreWriter:
         self.client = client
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
+        self.spacing_seconds = spacing_seconds
+        self._last_insert = -math.inf  # when the last batch began to be written (monotonic)
         self.max_held = max_held
         self.stats = StoreStats()
         self._insert = insert
@@ -205,23 +213,28 @@ class StoreWriter:
 
     async def _gather(self) -> list[Msg]:
         """The next batch: what is queued, and while the last fetch left more waiting in the
-        stream (a backlog), what the next fetches bring, up to `batch_rows` and `flush_seconds`."""
+        stream (a backlog), what the next fetches bring, up to `batch_rows` and `flush_seconds`;
+        under a steady flow, until `spacing_seconds` after the last batch began."""
         first, more = await self._queue.get()
         batch = list(first)
-        deadline = time.monotonic() + self.flush_seconds
+        now = time.monotonic()
+        deadline = now + self.flush_seconds
+        spaced = self._last_insert + self.spacing_seconds
         while len(batch) < self.batch_rows:
             if not self._queue.empty():
                 msgs, more = self._queue.get_nowait()
                 batch.extend(msgs)
                 continue
-            left = deadline - time.monotonic()
-            if not more or left <= 0 or self._stopping:
+            until = deadline if more else spaced
+            left = until - time.monotonic()
+            if left <= 0 or self._stopping:
                 break
             try:
                 msgs, more = await asyncio.wait_for(self._queue.get(), left)
             except TimeoutError:
                 break
             batch.extend(msgs)
+        self._last_insert = time.monotonic()
         return batch
 
     # -- writing -----------------------------------------------------------------------------
