@@ -29,6 +29,16 @@ PUBLIC = SHARED / "public-hook-payloads.jsonl"
 # out as under ~/.claude/projects, and Claude Code's own totals per session (its last cost-state).
 TRANSCRIPTS = ROOT / "tests" / "fixtures" / "transcripts"
 PROJECTS = TRANSCRIPTS / "projects"
+# Codex CLI 0.169.0's and Gemini CLI 0.61.0's hook payloads, captured from the real binaries with the
+# environment each hook saw, and the same sessions' own logs (laid out as ~/.codex and ~/.gemini)
+# with expected-usage.json (copied from shared/, as its README allows). Their paths say
+# /home/dev/lab/home/.codex and /home/dev/lab/home/.gemini: see harness_payloads.
+HARNESS_FIXTURES = ROOT / "tests" / "fixtures" / "harnesses"
+CODEX_CAPTURES = HARNESS_FIXTURES / "codex-0.169.0-captures.jsonl"
+GEMINI_CAPTURES = HARNESS_FIXTURES / "gemini-cli-0.61.0-captures.jsonl"
+CODEX_LOGS = HARNESS_FIXTURES / "codex-0.169.0-transcripts"
+GEMINI_LOGS = HARNESS_FIXTURES / "gemini-cli-0.61.0-transcripts"
+CAPTURED_HOMES = {"codex": "/home/dev/lab/home/.codex", "gemini": "/home/dev/lab/home/.gemini"}
 
 
 # DESIGN.md's subject table, written out independently of the contract module that implements it.
@@ -123,6 +133,17 @@ def all_fixtures() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
         for i, rec in enumerate(load_fixture_file(PUBLIC)):
             out.append((f"public-{i}", rec["payload"], {}))
     return out
+
+
+def harness_payloads(harness: str, home: Path | None = None) -> list[dict[str, Any]]:
+    """The capture lines of `harness` (codex or gemini): {harness, version, scenario, event,
+    payload, env, t_start, t_end}; with `home`, every path under the captured CLI's home directory
+    pointing under `home` instead (where a test copied the logs)."""
+    path = CODEX_CAPTURES if harness == "codex" else GEMINI_CAPTURES
+    text = path.read_text(encoding="utf-8")
+    if home is not None:
+        text = text.replace(CAPTURED_HOMES[harness], str(home))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def transcript_sessions() -> list[tuple[str, Path, list[Path], dict[str, Any]]]:

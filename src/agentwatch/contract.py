@@ -13,19 +13,29 @@ them to every hook event; see SUBJECTS below and docs/wire.md.
 
 from __future__ import annotations
 
-import posix  # os.urandom without os: see config.py
 import time
 
+from agentwatch.harnesses import CLAUDE_CODE, detect, model_of, normalise, short_id
+
+# The ids and times of envelopes, re-exported here, where the rest of the contract is.
+from agentwatch.ids import event_id_time as event_id_time  # noqa: PLC0414
+from agentwatch.ids import iso_utc as iso_utc  # noqa: PLC0414
+from agentwatch.ids import new_event_id as new_event_id  # noqa: PLC0414
+from agentwatch.ids import sha1_digest as sha1_digest  # noqa: PLC0414
+from agentwatch.ids import stable_event_id as stable_event_id  # noqa: PLC0414
 from agentwatch.jsonfast import JSONError, dumpb, loads
-from agentwatch.redact import redact_text
+from agentwatch.redact import redact_environment, redact_text
 from agentwatch.summaries import message_parts, one_line, summarize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     Json = dict[str, Any]
+    # (payload, harness) -> (derived fields of its envelope, the events it implies): see
+    # envelopes_from_stdin.
+    Tracker = Callable[[Json, str], tuple[Mapping[str, str] | None, Sequence[tuple[Json, Mapping[str, str]]]]]
 
 SCHEMA_VERSION = 1
 SUBJECT_ROOT = "genie"
@@ -33,6 +43,9 @@ ALL_SUBJECTS = "genie.>"
 MESSAGE_SUBJECTS = "genie.msg.>"
 MSG_ID_HEADER = "Nats-Msg-Id"
 SOURCE = "hook"
+# An event the hook worked out from one it received (a Gemini sub-agent's start and stop, which
+# Gemini CLI does not send): `data.derived_from` names the envelope it came with.
+DERIVED_SOURCE = "derived"
 
 # NATS' default max_payload; the emitter uses the server's own figure (INFO) when it has one.
 DEFAULT_MAX_PAYLOAD = 1024 * 1024
@@ -91,12 +104,11 @@ ENVELOPE_FIELDS: tuple[str, ...] = (
     "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text",
     "source", "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id",
     "host", "cwd", "redacted", "truncated", "seq", "spool_bytes", "prompt_id", "duration_ms",
-    "permission_mode", "model", "data",
+    "permission_mode", "model", "harness", "harness_event", "data",
 )  # fmt: skip
 _REQUIRED = ("v", "id", "timestamp", "event", "kind", "agent")
 
 _TOKEN_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
 class EnvelopeError(ValueError):
@@ -174,69 +186,11 @@ def is_usage_subject(subject: str) -> bool:
     return len(parts) == 4 and parts[0] == SUBJECT_ROOT and parts[1] == "agent" and parts[3] == "usage"
 
 
-# --- ids and time -----------------------------------------------------------------------------
-
-
-def new_event_id(now: float | None = None) -> str:
-    """A 26-character ULID: 48 bits of Unix milliseconds, 80 random bits, Crockford base32.
-
-    Lexical order is time order, so ids sort like the events they name.
-    """
-    ms = int((time.time() if now is None else now) * 1000)
-    value = (ms << 80) | int.from_bytes(posix.urandom(10), "big")
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
-
-
-def sha1_digest(data: bytes) -> bytes:
-    """The SHA-1 of `data`, for stable names and ids (not for security), through the C module
-    alone: `hashlib` costs the hook several milliseconds."""
-    try:
-        sha1: Any = __import__("_sha1").sha1
-    except ImportError:  # pragma: no cover - CPython builds it unless told not to
-        import hashlib
-
-        sha1 = hashlib.sha1
-    return bytes(sha1(data, usedforsecurity=False).digest())
-
-
-def stable_event_id(ms: int, key: str) -> str:
-    """A ULID for something that must keep its id when sent again (a usage record read twice):
-    48 bits of `ms`, then 80 bits of the SHA-1 of `key`. JetStream drops the repeat by this id."""
-    value = (max(ms, 0) << 80) | int.from_bytes(sha1_digest(key.encode("utf-8", "replace"))[:10], "big")
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
-
-
-def event_id_time(event_id: str) -> float:
-    """Unix time in seconds encoded in an event id."""
-    value = 0
-    for ch in event_id[:10]:
-        value = value * 32 + _CROCKFORD.index(ch)
-    return value / 1000.0
-
-
-def iso_utc(now: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
-
-
 # --- agent identity ---------------------------------------------------------------------------
 
 
 def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _short_id(agent_id: str) -> str:
-    if len(agent_id) > 8 and agent_id[0] == "a":
-        return agent_id[1:9]
-    return agent_id[:8]
 
 
 def main_agent_name(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
@@ -251,7 +205,7 @@ def main_agent_name(payload: Mapping[str, Any], environ: Mapping[str, str]) -> s
     if not _str(payload.get("agent_id")) and _str(payload.get("agent_type")):
         return subject_token(payload["agent_type"])
     session = _str(payload.get("session_id"))
-    return subject_token(f"main-{session[:8]}" if session else "main")
+    return subject_token(f"main-{short_id(session)}" if session else "main")
 
 
 def identify(payload: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[str, str, str]:
@@ -266,7 +220,7 @@ def identify(payload: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[st
     team = environ.get("GENIE_TEAM", "").strip() or _str(payload.get("team_name"))
     if not team:
         session = _str(payload.get("session_id"))
-        team = f"session-{session[:8]}" if session else ""
+        team = f"session-{short_id(session)}" if session else ""
     team = subject_token(team, "") if team else ""
     agent_id = _str(payload.get("agent_id"))
     if not agent_id:
@@ -277,7 +231,7 @@ def identify(payload: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[st
         teammate = agent_type
     if teammate:
         return subject_token(teammate), team, main
-    return subject_token(f"{agent_type or 'subagent'}-{_short_id(agent_id)}"), team, main
+    return subject_token(f"{agent_type or 'subagent'}-{short_id(agent_id, agent=True)}"), team, main
 
 
 # --- envelopes --------------------------------------------------------------------------------
@@ -291,14 +245,21 @@ def build_envelope(
     host: str = "",
     redacted: int = 0,
     event_id: str | None = None,
+    harness: str = CLAUDE_CODE,
+    derived: Mapping[str, str] | None = None,
 ) -> tuple[str, Json]:
-    """(subject, envelope) of one hook payload that was already redacted.
+    """(subject, envelope) of one hook payload of `harness` that was already redacted.
 
     `payload` is kept whole as `data`; size limits are applied at encoding (encode_envelope).
+    `derived`: what the hook worked out that the payload does not say (a Gemini tool call's id,
+    the sub-agent a Gemini event belongs to, a streamed model response's text): agent_id,
+    agent_type, tool_use_id, response_text.
     """
     now = time.time() if now is None else now
-    event = _str(payload.get("hook_event_name")) or "Unknown"
-    agent, team, parent = identify(payload, environ)
+    own = _str(payload.get("hook_event_name")) or "Unknown"
+    event = normalise(harness, own, payload)
+    view: Mapping[str, Any] = {**payload, **derived} if derived else payload
+    agent, team, parent = identify(view, environ)
     subject, kind, direction = event_subject(event, agent)
     tool = _str(payload.get("tool_name"))
     peer = ""
@@ -318,14 +279,14 @@ def build_envelope(
         "team": team,
         "direction": direction,
         "peer": peer,
-        "text": one_line(summarize(event, payload)),
+        "text": one_line(summarize(event, view)),
         "source": SOURCE,
         "session_id": _str(payload.get("session_id")),
-        "agent_id": _str(payload.get("agent_id")),
-        "agent_type": _str(payload.get("agent_type")),
+        "agent_id": _str(view.get("agent_id")),
+        "agent_type": _str(view.get("agent_type")),
         "parent_agent": parent,
         "tool_name": tool,
-        "tool_use_id": _str(payload.get("tool_use_id")),
+        "tool_use_id": _str(view.get("tool_use_id")),
         "host": host,
         "cwd": _str(payload.get("cwd")),
         "redacted": redacted,
@@ -335,10 +296,12 @@ def build_envelope(
         "seq": 0,
         "spool_bytes": 0,
         # Payload fields worth a typed column, lifted out of `data` (which keeps them too).
-        "prompt_id": _str(payload.get("prompt_id")),
+        "prompt_id": _str(payload.get("prompt_id")) or _str(payload.get("turn_id")),
         "duration_ms": ms if type(ms := payload.get("duration_ms")) is int else None,
         "permission_mode": _str(payload.get("permission_mode")),
-        "model": _str(payload.get("model")) or _str(payload.get("to_model")),
+        "model": model_of(payload),
+        "harness": harness,
+        "harness_event": own,
         "data": payload,
     }
     return subject, env
@@ -396,7 +359,13 @@ def message_envelope(
 
 
 def invalid_envelope(
-    raw_text: str, reason: str, environ: Mapping[str, str], *, host: str = "", redacted: int = 0
+    raw_text: str,
+    reason: str,
+    environ: Mapping[str, str],
+    *,
+    host: str = "",
+    redacted: int = 0,
+    harness: str = CLAUDE_CODE,
 ) -> tuple[str, Json]:
     """An envelope for stdin that is not a hook payload: kept, not dropped, with the reason.
 
@@ -407,7 +376,7 @@ def invalid_envelope(
     for key in ("session_id", "cwd", "agent_id", "agent_type", "transcript_path"):
         if isinstance(found.get(key), str):
             payload[key] = found[key]
-    subject, env = build_envelope(payload, environ, host=host, redacted=redacted)
+    subject, env = build_envelope(payload, environ, host=host, redacted=redacted, harness=harness)
     if not env["session_id"] and not environ.get("GENIE_AGENT_NAME", "").strip() and not env["agent_id"]:
         env["agent"] = "unknown"
         subject = event_subject(INVALID_EVENT, "unknown")[0]
@@ -535,23 +504,38 @@ def _headline_fields(text: str) -> Json:
 
 
 def envelopes_from_stdin(
-    raw: bytes, environ: Mapping[str, str], *, host: str = "", now: float | None = None, cut: bool = False
+    raw: bytes,
+    environ: Mapping[str, str],
+    *,
+    host: str = "",
+    now: float | None = None,
+    cut: bool = False,
+    harness: str = "",
+    track: Tracker | None = None,
 ) -> list[tuple[str, Json]]:
-    """Every (subject, envelope) one hook invocation publishes: the event, and a message for a
-    SendMessage delivery. Never raises for bad input: that becomes an InvalidPayload envelope.
-    `cut`: the hook run was stopped before it read its stdin to the end (what it read is `raw`)."""
+    """Every (subject, envelope) one hook invocation publishes: the event, a message for a
+    SendMessage delivery, and what `track` derives. Never raises for bad input: that becomes an
+    InvalidPayload envelope. `cut`: the hook run was stopped before it read its stdin to the end
+    (what it read is `raw`). `harness`: who ran the hook ('': told by the payload, see
+    harnesses.detect). `track`: the hook's memory of the session (see emitter/nesting.py): given
+    the payload and the harness, what the payload does not say (build_envelope's `derived`) and
+    the events it implies (payloads of their own, each with its `derived`)."""
     text = raw.decode("utf-8", "replace")
     if len(raw) > MAX_PARSE_BYTES:
-        head, n_head = redact_text(text[:16384])
-        fields_text, n_fields = redact_text(dumpb(_headline_fields(text)).decode())
-        fields = loads(fields_text)
-        partial: Json = dict(fields)
+        head, n_head = redact_environment(*redact_text(text[:16384]), environ)
+        fields_text, n_fields = redact_environment(
+            *redact_text(dumpb(_headline_fields(text)).decode()), environ
+        )
+        partial: Json = dict(loads(fields_text))
         partial["agentwatch_truncated"] = {"original_bytes": len(raw), "reason": "input too large to parse"}
         partial["preview"] = head
-        subject, env = build_envelope(partial, environ, host=host, now=now, redacted=n_head + n_fields)
+        harness = harness or detect(partial, environ)
+        subject, env = build_envelope(
+            partial, environ, host=host, now=now, redacted=n_head + n_fields, harness=harness
+        )
         env["truncated"] = True
         return [(subject, env)]
-    text, redactions = redact_text(text)
+    text, redactions = redact_environment(*redact_text(text), environ)
     try:
         payload: object = loads(text)
     except JSONError as exc:
@@ -560,14 +544,36 @@ def envelopes_from_stdin(
             reason = f"the hook run was stopped after reading {len(raw)} bytes of its input; {reason}"
         if raw and b"\xef\xbf\xbd" not in raw and "\ufffd" in text:
             reason = "not UTF-8; " + reason
-        return [invalid_envelope(text, reason, environ, host=host, redacted=redactions)]
+        return [
+            invalid_envelope(
+                text, reason, environ, host=host, redacted=redactions, harness=harness or CLAUDE_CODE
+            )
+        ]
     if not isinstance(payload, dict):
         reason = f"a JSON {type(payload).__name__}, not an object"
-        return [invalid_envelope(text, reason, environ, host=host, redacted=redactions)]
+        return [
+            invalid_envelope(
+                text, reason, environ, host=host, redacted=redactions, harness=harness or CLAUDE_CODE
+            )
+        ]
     if not isinstance(payload.get("hook_event_name"), str) or not payload["hook_event_name"]:
         payload.setdefault("agentwatch_note", "hook_event_name missing")
-    out = [build_envelope(payload, environ, host=host, now=now, redacted=redactions)]
-    companion = message_envelope(out[0][1], environ, now)
+    harness = harness or detect(payload, environ)
+    derived, implied = track(payload, harness) if track is not None else (None, ())
+    out = [
+        build_envelope(
+            payload, environ, host=host, now=now, redacted=redactions, harness=harness, derived=derived
+        )
+    ]
+    first = out[0][1]
+    companion = message_envelope(first, environ, now)
     if companion is not None:
         out.append(companion)
+    for extra, extra_derived in implied:
+        subject, env = build_envelope(
+            extra, environ, host=host, now=now, harness=harness, derived=extra_derived
+        )
+        env.update(source=DERIVED_SOURCE, harness_event=first["harness_event"])
+        extra["derived_from"] = first["id"]
+        out.append((subject, env))
     return out

@@ -42,11 +42,15 @@ def _short_path(path: str, cwd: str) -> str:
 def tool_summary(tool: str, tool_input: object, cwd: str = "") -> str:
     """`$ git status`, `Edit src/app.py`, `→ researcher: Findings ready`, ..."""
     inp = tool_input if isinstance(tool_input, dict) else {}
-    if tool in ("Bash", "PowerShell"):
+    if tool in _SHELL_TOOLS:
         return "$ " + one_line(inp.get("command"))
     path = inp.get("file_path") or inp.get("notebook_path") or inp.get("path")
-    if tool in ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "LS") and isinstance(path, str):
+    if tool in _FILE_TOOLS and isinstance(path, str):
         return f"{tool} {_short_path(path, cwd)}"
+    if tool == "apply_patch":
+        return one_line(f"apply_patch {', '.join(_patched(inp.get('command')))}")
+    if tool == "invoke_agent":
+        return f"invoke_agent {one_line(inp.get('agent_name')) or 'agent'}: {one_line(inp.get('prompt'))}"
     if tool == "SendMessage":
         recipient, _, summary, message = message_parts(inp)
         return f"→ {recipient}: {one_line(summary or message)}"
@@ -58,12 +62,56 @@ def tool_summary(tool: str, tool_input: object, cwd: str = "") -> str:
     if tool == "TaskUpdate":
         status = inp.get("status")
         return f"TaskUpdate #{one_line(inp.get('taskId'))}" + (f" {status}" if status else "")
-    for key in ("pattern", "url", "query", "skill", "command", "description", "prompt"):
+    for key in ("pattern", "url", "query", "skill", "command", "description", "prompt", "message"):
         if isinstance(inp.get(key), str):
             return f"{tool} {one_line(inp[key])}"
     if tool.startswith("mcp__"):
         return tool.replace("__", " ", 2).replace("mcp ", "mcp:", 1)
     return tool or "tool"
+
+
+# Tools by what they do, whichever agent calls them: Claude Code's, Codex's (its shell is `Bash`
+# too), Gemini CLI's.
+_SHELL_TOOLS = ("Bash", "PowerShell", "run_shell_command")
+_FILE_TOOLS = (
+    "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "LS", "read_file", "write_file", "replace",
+    "list_directory",
+)  # fmt: skip
+
+
+def _patched(patch: object) -> list[str]:
+    """The files a Codex `apply_patch` adds, updates or deletes (`*** Add File: x`, ...)."""
+    names = []
+    for line in (patch if isinstance(patch, str) else "").splitlines()[:400]:
+        for verb in ("*** Add File: ", "*** Update File: ", "*** Delete File: "):
+            if line.startswith(verb):
+                names.append(line[len(verb) :].strip())
+    return names or ["(patch)"]
+
+
+def model_summary(p: Mapping[str, Any]) -> str:
+    """A model response with its tokens: Codex's `token_usage`, Gemini's last chunk's `usageMetadata`
+    and the text the hook gathered from its chunks (`response_text`)."""
+    request = p.get("llm_request")
+    model = _str(p.get("model")) or (_str(request.get("model")) if isinstance(request, dict) else "")
+    usage = p.get("token_usage")
+    response = p.get("llm_response")
+    text = _str(p.get("response_text")) or (_str(response.get("text")) if isinstance(response, dict) else "")
+    figures = ""
+    if isinstance(usage, dict):
+        figures = f"{_n(usage.get('input_tokens')):,} in ({_n(usage.get('cached_input_tokens')):,} cached), "
+        figures += f"{_n(usage.get('output_tokens')):,} out"
+    elif isinstance(response, dict) and isinstance(response.get("usageMetadata"), dict):
+        meta = response["usageMetadata"]
+        figures = f"{_n(meta.get('promptTokenCount')):,} in, {_n(meta.get('candidatesTokenCount')):,} out"
+    said = one_line(text, TEXT_MAX // 2)
+    if said and figures:
+        return one_line(f"{model or 'model'}: {said} ({figures})")
+    return one_line(f"{model or 'model'}: {said or figures or 'response'}")
+
+
+def _n(value: object) -> int:
+    return value if type(value) is int and value > 0 else 0
 
 
 def message_parts(tool_input: Mapping[str, Any]) -> tuple[str, str, str, object]:
@@ -107,7 +155,7 @@ def summarize(event: str, p: Mapping[str, Any]) -> str:
     if event in ("UserPromptSubmit", "UserPromptExpansion"):
         return one_line(p.get("prompt")) or "(empty prompt)"
     if event in ("Stop", "SubagentStop"):
-        last = one_line(p.get("last_assistant_message"))
+        last = one_line(p.get("last_assistant_message") or p.get("prompt_response"))
         prefix = "" if event == "Stop" else f"{_str(p.get('agent_type')) or 'subagent'} stopped: "
         return one_line(prefix + (last or "stopped"))
     if event == "StopFailure":
@@ -135,6 +183,15 @@ def summarize(event: str, p: Mapping[str, Any]) -> str:
         return one_line(f"{verb}: {change}" + (f" ({source})" if source else ""))
     if event == "Notification":
         return one_line(p.get("message")) or _str(p.get("notification_type")) or "notification"
+    if event == "PostModelRequest":
+        return model_summary(p)
+    if event == "PreModelRequest":
+        request = p.get("llm_request")
+        model = _str(p.get("model")) or (_str(request.get("model")) if isinstance(request, dict) else "")
+        return f"model request ({model})" if model else "model request"
+    if event == "ModelResponseChunk":
+        response = p.get("llm_response")
+        return one_line(response.get("text") if isinstance(response, dict) else "") or "model response chunk"
     return _bookkeeping(event, p) or _other(event, p)
 
 

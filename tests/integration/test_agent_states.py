@@ -16,11 +16,12 @@ from clickhouse_connect.driver.client import Client
 from agentwatch import agents
 from agentwatch.contract import encode_envelope, envelopes_from_stdin
 from agentwatch.demo.simulator import TeamSimulator
+from agentwatch.emitter.nesting import in_memory
 from agentwatch.store import agents_sql
 from agentwatch.store.migrations import SCHEMA_DIR, apply_migrations
 from agentwatch.store.writes import insert_batch
 from agentwatch.tui.roster import Roster
-from tests.conftest import CAPTURES, SHARED, load_fixture_file
+from tests.conftest import CAPTURES, SHARED, harness_payloads, load_fixture_file
 
 OTEL_HOOKS = SHARED / "claude-code-2.1.330-otel" / "hook-payloads.jsonl"
 
@@ -51,6 +52,9 @@ def sessions() -> list[tuple[str, list[dict[str, Any]]]]:
     played: list[tuple[str, list[tuple[dict[str, Any], dict[str, str]]]]] = [
         ("claude-code captures", [(r["payload"], r.get("hook_env", {})) for r in load_fixture_file(CAPTURES)])
     ]
+    # Codex's and Gemini's captures, normalised by the hook (Gemini's through its memory of the session).
+    for harness in ("codex", "gemini"):
+        played.append((f"{harness} captures", [(r["payload"], r["env"]) for r in harness_payloads(harness)]))
     if OTEL_HOOKS.exists():
         played.append(
             ("claude-code otel sessions", [(r["payload"], r["env"]) for r in load_fixture_file(OTEL_HOOKS)])
@@ -63,9 +67,12 @@ def sessions() -> list[tuple[str, list[dict[str, Any]]]]:
     start = time.time() - 60
     for name, steps in played:
         envelopes: list[dict[str, Any]] = []
+        harness = {"codex captures": "codex", "gemini captures": "gemini-cli"}.get(name, "")
+        track = in_memory()
         for payload, environ in steps:
             at = start + len(envelopes) / 1000
-            made = envelopes_from_stdin(json.dumps(payload).encode(), environ, host="h1", now=at)
+            raw = json.dumps(payload).encode()
+            made = envelopes_from_stdin(raw, environ, host="h1", now=at, harness=harness, track=track)
             envelopes += [env for _, env in made]
         out.append((name, envelopes))
     return out

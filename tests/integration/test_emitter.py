@@ -44,7 +44,7 @@ ENVELOPE_KEYS = {
     "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text", "source",
     "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id", "host", "cwd",
     "redacted", "truncated", "seq", "spool_bytes", "prompt_id", "duration_ms", "permission_mode", "model",
-    "data",
+    "harness", "harness_event", "data",
 }  # fmt: skip
 TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 

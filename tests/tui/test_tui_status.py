@@ -10,7 +10,8 @@ import pytest
 
 from agentwatch.store.answer import Answer, HistoryUnreachable
 from agentwatch.tui.app import AgentwatchApp
-from agentwatch.tui.status import Segment, fit
+from agentwatch.tui.roster import Roster
+from agentwatch.tui.status import Segment, fit, harness_mark
 from tests.tui.test_tui_alerts import alert
 from tests.tui.test_tui_app import (
     BASE,
@@ -87,3 +88,17 @@ def test_status_line_snapshot(snap_compare: Any, width: int) -> None:
         await pilot.pause(0.3)
 
     assert snap_compare(paused_with_alerts(), terminal_size=(width, 24), run_before=pause)
+
+
+def test_an_agent_of_another_harness_is_marked_in_the_roster() -> None:
+    """The roster's agent cell names Codex's and Gemini's agents' harness; Claude Code's, the
+    default, carry no mark (and neither does an agent whose store row is all that is known)."""
+    roster = Roster()
+    for harness in ("codex", "gemini-cli", "claude-code"):
+        at = "2026-11-23T23:44:52.968Z"
+        roster.apply({"agent": f"main-{harness}", "event": "SessionStart", "kind": "session_start",
+                      "session_id": harness, "harness": harness, "timestamp": at})  # fmt: skip
+    marks = {agent.name: harness_mark(agent) for agent in roster.agents()}
+    assert marks == {"main-codex": " ·codex", "main-gemini-cli": " ·gemini", "main-claude-code": ""}
+    roster.seed([{"host": "", "scope": "codex", "agent": "main-codex", "state_event": "Stop"}])
+    assert [harness_mark(a) for a in roster.agents()] == [" ·codex"], "kept across the store's answer"

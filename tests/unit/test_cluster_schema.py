@@ -232,6 +232,29 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"DROP TABLE IF EXISTS cost_by_agent_local {ON_CLUSTER} SYNC;",
         f"CREATE OR REPLACE VIEW agents {ON_CLUSTER} AS",
         f"CREATE OR REPLACE VIEW agent_costs {ON_CLUSTER} AS",
+        # 013: the harness on events and usage; usage_in's view passes it on; a cost rollup per
+        # harness, filled from usage_in like the others.
+        *(
+            f"ALTER TABLE {table} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {column}"
+            for column in (
+                "harness LowCardinality(String) DEFAULT 'claude-code';",
+                "harness_event LowCardinality(String) DEFAULT event;",
+            )
+            for table in ("events_local", "events")
+        ),
+        *(
+            f"ALTER TABLE {table} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {column}"
+            for tables in (("usage_local", "usage"), ("usage_in",))
+            for column in (
+                "harness LowCardinality(String) DEFAULT 'claude-code';",
+                "reasoning_tokens UInt64 DEFAULT 0;",
+            )
+            for table in tables
+        ),
+        f"ALTER TABLE usage_in_mv {ON_CLUSTER} MODIFY QUERY",
+        f"CREATE TABLE IF NOT EXISTS cost_by_harness_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS cost_by_harness {ON_CLUSTER} AS cost_by_harness_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS cost_by_harness_mv {ON_CLUSTER} TO cost_by_harness AS",
         # 014: Claude Code's OpenTelemetry records, sharded by their ids, and the views over them.
         *(
             line
@@ -285,6 +308,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 3
         + 4
         + 15
+        + 14
         + 2 * len(OTEL_TABLES)
         + len(OTEL_VIEWS)
         + 2  # 016_events_in: the Null table and its view

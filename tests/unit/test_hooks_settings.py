@@ -1013,7 +1013,7 @@ def test_cli_install_print_and_uninstall(
 
     assert run(["hooks", "install", *where, "--timeout", "3", "--async", "--command", emit]) == 0
     out, err = capsys.readouterr()
-    assert out == f"installed agentwatch hooks for 31 events in {path} (new file)\n"
+    assert out == f"Claude Code: installed agentwatch hooks for 31 events in {path} (new file)\n"
     assert err == ""
     assert own_handlers(load(path), "Stop") == [
         {"type": "command", "command": emit, "timeout": 3, "async": True}
@@ -1031,8 +1031,8 @@ def test_cli_install_print_and_uninstall(
     assert run(["hooks", "uninstall", *where]) == 0
     out, _ = capsys.readouterr()
     assert out == (
-        f"removed agentwatch hooks from 31 events in {path}: deleted the file and the directories "
-        f"{path.parent} and {project}, which install had created\n"
+        f"Claude Code: removed agentwatch hooks from 31 events in {path}: deleted the file and the "
+        f"directories {path.parent} and {project}, which install had created\n"
     )
     assert not project.exists()
 
@@ -1044,14 +1044,56 @@ def test_cli_defaults_to_user_scope_and_the_installed_emit(
     emit_path = fake_executable(venv_bin, "agentwatch-emit")
     monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
+    # No other agent on this "machine": its home and PATH hold none.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
 
     assert run(["hooks", "install"]) == 0
 
     path = tmp_path / "cfg" / "settings.json"
-    assert capsys.readouterr().out.endswith(f"in {path} (new file)\n")
+    assert (
+        capsys.readouterr().out
+        == f"Claude Code: installed agentwatch hooks for 31 events in {path} (new file)\n"
+    )
     assert own_handlers(load(path), "PreToolUse") == [
         {"type": "command", "command": str(emit_path), "timeout": 5}
     ]
+
+
+def test_cli_installs_for_every_harness_found_and_names_each(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A machine with Codex's and Gemini's folders (and no codex binary): each gets its hooks, each
+    line names its harness, and Codex's says its hooks are not trusted yet and what to do."""
+    venv_bin = tmp_path / "venv" / "bin"
+    emit_path = fake_executable(venv_bin, "agentwatch-emit")
+    monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
+    home = tmp_path / "home"
+    for folder in (".claude", ".codex", ".gemini"):
+        (home / folder).mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    config = home / ".codex" / "config.toml"
+    config.write_text('model = "gpt-5.5"\n')
+
+    assert run(["hooks", "install"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["Claude Code", "Codex CLI", "Codex CLI", "Gemini CLI"]
+    assert "NOT TRUSTED YET: no `codex` on PATH" in lines[2] and "/hooks" in lines[2]
+    codex = load(home / ".codex" / "hooks.json")
+    assert own_handlers(codex, "Stop") == [
+        {"type": "command", "command": f"{emit_path} --harness codex", "timeout": 5}
+    ]
+    gemini = load(home / ".gemini" / "settings.json")
+    assert gemini["hooks"]["AfterTool"][0]["hooks"][0]["timeout"] == 5000
+    assert config.read_text() == 'model = "gpt-5.5"\n'
+
+    assert run(["hooks", "uninstall"]) == 0
+    assert not (home / ".codex" / "hooks.json").exists() and not (home / ".gemini" / "settings.json").exists()
 
 
 def test_cli_reports_a_broken_file_with_exit_code_2(

@@ -391,6 +391,27 @@ def test_unconfirmed_events_leave_once_the_store_holds_them() -> None:
     assert pending.envelopes()[0]["data"] == {"notification_type": "idle_prompt"}, "what the state needs"
 
 
+def test_the_feed_filter_takes_a_harness_and_keeps_quiet_events_out_of_sight() -> None:
+    """`harness:codex` (or gemini, claude) narrows the feed; a model request's start, a streamed
+    chunk and Gemini's automatic PreCompress are shown only to a filter that names them."""
+    base = {"agent": "main-1", "timestamp": "2026-11-23T23:44:52.968Z", "text": "x"}
+    codex = FeedLine.of({**base, "event": "PreToolUse", "kind": "tool_call", "harness": "codex"})
+    claude = FeedLine.of({**base, "event": "PreToolUse", "kind": "tool_call"})
+    chunk = FeedLine.of({**base, "event": "ModelResponseChunk", "kind": "model_response_chunk",
+                         "harness": "gemini-cli", "harness_event": "AfterModel"})  # fmt: skip
+    response = FeedLine.of({**base, "event": "PostModelRequest", "kind": "post_model_request",
+                            "harness": "gemini-cli", "harness_event": "AfterModel"})  # fmt: skip
+    feed = Feed()
+    for line in (codex, claude, chunk, response):
+        feed.add(line)
+    assert feed.lines(FeedFilter()) == [codex, claude, response]
+    assert feed.lines(FeedFilter(harness="codex")) == [codex]
+    assert feed.lines(FeedFilter(harness="claude")) == [claude]
+    assert feed.lines(FeedFilter(harness="gemini")) == [response]
+    assert feed.lines(FeedFilter(event="ModelResponseChunk")) == [chunk]
+    assert feed.lines(FeedFilter(event="AfterModel")) == [chunk, response]
+
+
 def test_bookkeeping_is_folded_out_of_the_feed_unless_asked_for() -> None:
     feed = Feed()
     for event in ("PreToolUse", "PostToolBatch", "InstructionsLoaded", "Stop"):
@@ -399,4 +420,4 @@ def test_bookkeeping_is_folded_out_of_the_feed_unless_asked_for() -> None:
     assert len(feed.lines(FeedFilter(bookkeeping=True))) == 4
     assert [ln.event for ln in feed.lines(FeedFilter(event="PostToolBatch"))] == ["PostToolBatch"]
     parsed = FeedFilter.parse("agent:lead tool:Bash event:Stop make test", bookkeeping=True)
-    assert parsed == FeedFilter("lead", "Stop", "Bash", "make test", True)
+    assert parsed == FeedFilter("lead", "Stop", "Bash", "make test", bookkeeping=True)

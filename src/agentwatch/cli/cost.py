@@ -1,4 +1,4 @@
-"""`agentwatch cost`: tokens and dollars per session, agent, team, model or day, with totals.
+"""`agentwatch cost`: tokens and dollars per session, agent, team, model, day or harness, with totals.
 
 The numbers come from the store's `usage` table (one row per API message, priced by the store)
 and, per session, from Claude Code's own running total (`cost_states`) beside agentwatch's. A
@@ -14,7 +14,7 @@ from typing import Any
 from agentwatch.cli.errors import CliError, require
 from agentwatch.format import truncate, utc_datetime
 
-BY = ("session", "agent", "team", "model", "day")
+BY = ("session", "agent", "team", "model", "day", "harness")
 TOKENS = (
     ("calls", "api_calls"),
     ("input", "input_tokens"),
@@ -30,6 +30,11 @@ KEYS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "team": (("team", "team", 32),),
     "model": (("model", "model", 36),),
     "day": (("day (UTC)", "day", 10),),
+    "harness": (
+        ("harness", "harness", 12),
+        ("sessions", "sessions", 8),
+        ("reasoning", "reasoning_tokens", 12),
+    ),
 }
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -140,7 +145,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cost = sub.add_parser(
         "cost",
-        help="tokens and dollars per session, agent, team, model or day, with totals",
+        help="tokens and dollars per session, agent, team, model, day or harness, with totals",
         description="Tokens and dollars from the agents' transcripts (read by the hook at the end of each "
         "piece of work, or by `agentwatch import`), priced by the store at the price of the day. "
         "Per session, Claude Code's own total is shown beside.",

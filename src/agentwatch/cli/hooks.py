@@ -1,4 +1,5 @@
-"""`agentwatch hooks install|uninstall|print`: the command line of emitter/settings.py."""
+"""`agentwatch hooks install|uninstall|print`: the command line of emitter/settings.py (Claude Code)
+and emitter/registration.py (Codex CLI, Gemini CLI)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentwatch.cli.errors import CliError
+from agentwatch.emitter.registration import (
+    codex_hooks_path,
+    found_harnesses,
+    gemini_settings_path,
+    install_codex,
+    install_gemini,
+    uninstall_codex,
+    uninstall_gemini,
+)
+from agentwatch.emitter.registration import snippet as harness_snippet
 from agentwatch.emitter.settings import (
     DEFAULT_SCOPE,
     DEFAULT_TIMEOUT,
@@ -20,6 +31,7 @@ from agentwatch.emitter.settings import (
     uninstall,
 )
 from agentwatch.emitter.telemetry import DEFAULT_ENDPOINT
+from agentwatch.harnesses import CLAUDE_CODE, CODEX, GEMINI_CLI, HARNESSES, LABELS, harness_named
 
 
 def _positive_int(text: str) -> int:
@@ -40,39 +52,100 @@ def _report(action: Callable[[argparse.Namespace], str], args: argparse.Namespac
     return 0
 
 
-def _install_cmd(args: argparse.Namespace) -> int:
-    return _report(
-        lambda a: install(
-            settings_path(a.scope, a.project_dir),
-            a.emit_command or default_command(),
-            timeout=a.timeout,
-            async_=a.async_,
-            dry_run=a.dry_run,
-            otel=(a.otel_endpoint or DEFAULT_ENDPOINT) if a.otel or a.otel_endpoint else None,
-        ),
-        args,
+def chosen(args: argparse.Namespace, default: list[str]) -> list[str]:
+    """The harnesses a command acts on: --harness (`all`: every one), else `default`."""
+    if args.harness is None:
+        return default
+    return list(HARNESSES) if args.harness == "all" else [harness_named(args.harness)]
+
+
+def _default_harnesses(args: argparse.Namespace) -> list[str]:
+    # A project or local scope is Claude Code's: the others are registered for the user.
+    return [CLAUDE_CODE] if args.scope != DEFAULT_SCOPE else found_harnesses()
+
+
+def _claude_install(args: argparse.Namespace) -> str:
+    line = install(
+        settings_path(args.scope, args.project_dir),
+        args.emit_command or default_command(),
+        timeout=args.timeout,
+        async_=args.async_,
+        dry_run=args.dry_run,
+        otel=(args.otel_endpoint or DEFAULT_ENDPOINT) if args.otel or args.otel_endpoint else None,
     )
+    return line if args.dry_run else f"{LABELS[CLAUDE_CODE]}: {line}"
+
+
+def _install_cmd(args: argparse.Namespace) -> int:
+    harnesses = chosen(args, _default_harnesses(args))
+    _scoped(args, harnesses)
+    lines: list[str] = []
+    try:
+        for harness in harnesses:
+            if harness == CLAUDE_CODE:
+                lines.append(_claude_install(args))
+                continue
+            command = args.emit_command or default_command()
+            if harness == CODEX:
+                lines += install_codex(command, args.timeout, args.dry_run, args.codex).lines
+            else:
+                lines += install_gemini(command, args.timeout, args.dry_run).lines
+    except SettingsError as exc:
+        print("\n".join(lines)) if lines else None
+        raise CliError(str(exc)) from None
+    print("\n".join(lines))
+    return 0
+
+
+def _scoped(args: argparse.Namespace, harnesses: list[str]) -> None:
+    if args.scope != DEFAULT_SCOPE and harnesses != [CLAUDE_CODE]:
+        raise CliError(f"--scope {args.scope} is Claude Code's: leave it out, or add --harness claude")
 
 
 def _uninstall_cmd(args: argparse.Namespace) -> int:
-    return _report(lambda a: uninstall(settings_path(a.scope, a.project_dir), dry_run=a.dry_run), args)
+    harnesses = chosen(args, _default_harnesses(args))
+    _scoped(args, harnesses)
+    lines: list[str] = []
+    try:
+        for harness in harnesses:
+            if harness == CLAUDE_CODE:
+                line = uninstall(settings_path(args.scope, args.project_dir), dry_run=args.dry_run)
+                lines.append(line if args.dry_run else f"{LABELS[CLAUDE_CODE]}: {line}")
+            elif harness == CODEX:
+                lines += uninstall_codex(args.dry_run).lines
+            else:
+                lines += uninstall_gemini(args.dry_run).lines
+    except SettingsError as exc:
+        print("\n".join(lines)) if lines else None
+        raise CliError(str(exc)) from None
+    print("\n".join(lines))
+    return 0
 
 
 def _print_cmd(args: argparse.Namespace) -> int:
-    return _report(
-        lambda a: snippet(a.emit_command or default_command(), a.timeout, a.async_).rstrip("\n"), args
-    )
+    """The JSON install would merge: Claude Code's unless --harness says otherwise; with several,
+    each after a line naming its harness and file."""
+    harnesses = chosen(args, [CLAUDE_CODE])
+    where = {CLAUDE_CODE: settings_path(), CODEX: codex_hooks_path(), GEMINI_CLI: gemini_settings_path()}
+    out = []
+    try:
+        for harness in harnesses:
+            command = args.emit_command or default_command()
+            if harness == CLAUDE_CODE:
+                text = snippet(command, args.timeout, args.async_)
+            else:
+                text = harness_snippet(harness, command, args.timeout)
+            head = f"# {LABELS[harness]}: {where[harness]}\n" if len(harnesses) > 1 else ""
+            out.append(head + text.rstrip("\n"))
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    print("\n".join(out))
+    return 0
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `hooks install|uninstall|print` to the `agentwatch` command line."""
-    hooks = subparsers.add_parser(
-        "hooks",
-        help="register agentwatch's hook in Claude Code settings",
-        description="Write, remove or show agentwatch's hook registration in Claude Code settings files.",
-    )
-    actions = hooks.add_subparsers(dest="hooks_action", metavar="ACTION", required=True)
-
+def _common_options() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The options the actions share: where (Claude Code's scope, dry run), which harness, and the
+    handler (timeout, async, command)."""
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
         "--scope",
@@ -90,6 +163,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     where.add_argument(
         "--dry-run", action="store_true", help="change nothing; show the diff that would apply"
+    )
+    which = argparse.ArgumentParser(add_help=False)
+    which.add_argument(
+        "--harness",
+        choices=("claude", "codex", "gemini", "all"),
+        default=None,
+        help="the coding agent: Claude Code (~/.claude/settings.json), Codex CLI ($CODEX_HOME/hooks.json, "
+        "each hook trusted in its config.toml), Gemini CLI (~/.gemini/settings.json), or all three "
+        "(default: every one found on this machine; `print`: claude)",
     )
 
     handler = argparse.ArgumentParser(add_help=False)
@@ -112,8 +194,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"(default: the {EMIT_NAME} installed with agentwatch)",
     )
 
+    return where, which, handler
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `hooks install|uninstall|print` to the `agentwatch` command line."""
+    hooks = subparsers.add_parser(
+        "hooks",
+        help="register agentwatch's hook with Claude Code, Codex CLI and Gemini CLI",
+        description="Write, remove or show agentwatch's hook registration in the coding agents' own files: "
+        "Claude Code's settings.json, Codex CLI's hooks.json (and the hooks' trust in its config.toml), "
+        "Gemini CLI's settings.json.",
+    )
+    actions = hooks.add_subparsers(dest="hooks_action", metavar="ACTION", required=True)
+
+    where, which, handler = _common_options()
     install_p = actions.add_parser(
-        "install", parents=[where, handler], help="register the hook on every event (idempotent)"
+        "install", parents=[where, which, handler], help="register the hook on every event (idempotent)"
+    )
+    install_p.add_argument(
+        "--codex",
+        metavar="PATH",
+        default=None,
+        help="the codex binary that says the hashes to trust (default: codex on PATH)",
     )
     install_p.add_argument(
         "--otel",
@@ -127,10 +230,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     install_p.set_defaults(func=_install_cmd)
     uninstall_p = actions.add_parser(
         "uninstall",
-        parents=[where],
+        parents=[where, which],
         help="remove agentwatch's hooks and telemetry settings, and nothing else (a file that install "
         "created is deleted)",
     )
     uninstall_p.set_defaults(func=_uninstall_cmd)
-    print_p = actions.add_parser("print", parents=[handler], help="print the JSON that install would merge")
+    print_p = actions.add_parser(
+        "print", parents=[which, handler], help="print the JSON that install would merge"
+    )
     print_p.set_defaults(func=_print_cmd)

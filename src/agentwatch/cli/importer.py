@@ -1,7 +1,9 @@
-"""`agentwatch import [PATH]`: the token usage of transcripts written before the hook was installed.
+"""`agentwatch import [PATH]`: the token usage of logs written before the hook was installed.
 
-Reads Claude Code's transcripts (default: `~/.claude/projects`, or `$CLAUDE_CONFIG_DIR/projects`)
-with the hook's own reader and envelope builder (agentwatch.emitter.usage), and publishes their
+Reads Claude Code's transcripts (default: `~/.claude/projects`, or `$CLAUDE_CONFIG_DIR/projects`),
+Codex's rollouts (`$CODEX_HOME/sessions` or `~/.codex/sessions`) and Gemini CLI's chats
+(`~/.gemini/tmp/<project>/chats`) with the hook's own readers and envelope builder
+(agentwatch.emitter.usage, harness_logs), and publishes their
 usage and cost-state envelopes to the bus with the hook's wire client, waiting for the stream's
 acknowledgements, batch after batch. The store takes them like the hook's: an API message already
 stored (by the hook, or by an earlier import) stays one row, so importing twice changes nothing.
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from agentwatch import config
 from agentwatch.cli.errors import CliError
+from agentwatch.harnesses import CLAUDE_CODE, CODEX, GEMINI_CLI, LABELS
 
 if TYPE_CHECKING:
     from agentwatch.emitter.hook import Publisher
@@ -29,35 +32,110 @@ BATCH = 500
 BATCH_SECONDS = 30.0
 
 
-def default_root() -> Path:
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    return Path(base) / "projects"
+def default_roots() -> list[tuple[Path, str]]:
+    """Where each harness keeps its logs on this machine: Claude Code's projects
+    (`$CLAUDE_CONFIG_DIR/projects`, else ~/.claude/projects), Codex's rollouts (`$CODEX_HOME/sessions`,
+    else ~/.codex/sessions), Gemini CLI's chats (~/.gemini/tmp)."""
+    home = os.path.expanduser("~")
+    claude = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+    codex = os.environ.get("CODEX_HOME") or os.path.join(home, ".codex")
+    return [
+        (Path(claude) / "projects", CLAUDE_CODE),
+        (Path(codex) / "sessions", CODEX),
+        (Path(home) / ".gemini" / "tmp", GEMINI_CLI),
+    ]
+
+
+def harness_of(path: Path) -> str:
+    """Whose log `path` is, by where and how it is named: a Codex `rollout-*.jsonl`, a file under
+    Gemini CLI's `chats/` folder, else a Claude Code transcript."""
+    if path.name.startswith("rollout-"):
+        return CODEX
+    if "chats" in path.parts[-3:-1]:
+        return GEMINI_CLI
+    return CLAUDE_CODE
 
 
 def transcripts(root: Path) -> list[Path]:
-    """Every transcript under `root` (a file is itself): sessions and their subagents'."""
+    """Every log under `root` (a file is itself): sessions first, then their subagents'."""
     if root.is_file():
         return [root]
     found = [p for p in root.rglob("*.jsonl") if p.is_file()]
-    return sorted(found, key=lambda p: (p.parent.name == "subagents", str(p)))
+    return sorted(found, key=lambda p: (_is_subagent(p), str(p)))
+
+
+def _is_subagent(path: Path) -> bool:
+    if harness_of(path) == GEMINI_CLI:
+        return path.parent.name != "chats"
+    return path.parent.name == "subagents"
 
 
 def source_of(path: Path, host: str) -> Source:
     """The agent whose usage `path` holds, named as the hook names it (without the environment
     of the session, which is gone: main agents are `main-<session>`)."""
     from agentwatch.contract import identify
-    from agentwatch.emitter.usage import Source, subagent_source
+    from agentwatch.emitter.usage import subagent_source
 
+    harness = harness_of(path)
+    if harness != CLAUDE_CODE:
+        return _other_source(path, host, harness)
     if path.parent.name == "subagents" and path.name.startswith("agent-"):
         session = path.parent.parent.name
         team = identify({"session_id": session}, {})[1]
         context = {"session_id": session, "team": team, "host": host, "cwd": ""}
         return subagent_source(str(path), context, {})
-    session = path.stem
+    return _main_source(path, path.stem, host)
+
+
+def _main_source(path: Path, session: str, host: str) -> Source:
+    from agentwatch.contract import identify
+    from agentwatch.emitter.usage import Source
+
     agent, team, _ = identify({"session_id": session}, {})
     who = {"agent": agent, "team": team, "parent_agent": "", "agent_id": "", "agent_type": "",
            "session_id": session, "host": host, "cwd": ""}  # fmt: skip
     return Source(str(path), who)
+
+
+def _other_source(path: Path, host: str, harness: str) -> Source:
+    """A Codex rollout's agent (its session_meta says whose thread, and whose sub-agent) or a
+    Gemini CLI chat's (a sub-agent's as the main chat's invoke_agent call names it)."""
+    from agentwatch.contract import identify
+    from agentwatch.emitter.harness_logs import chat_subagent, rollout_meta
+    from agentwatch.emitter.usage import Source
+
+    if harness == CODEX:
+        meta = rollout_meta(str(path))
+        thread = str(meta.get("id") or "")
+        session = str(meta.get("session_id") or thread)
+        if not meta.get("parent_thread_id"):
+            return _main_source(path, session, host)
+        named: tuple[str, str] | None = (thread, str(meta.get("agent_role") or "default"))
+    elif path.parent.name == "chats":
+        return _main_source(path, _chat_session(path), host)
+    else:
+        session = path.parent.name
+        mains = sorted(path.parent.parent.glob(f"session-*-{session[:8]}.jsonl"))
+        named = chat_subagent(str(mains[-1]), str(path), session) if mains else None
+    agent_id, agent_type = named or (path.stem, "subagent")
+    agent, team, parent = identify(
+        {"session_id": session, "agent_id": agent_id, "agent_type": agent_type}, {}
+    )
+    who = {"agent": agent, "team": team, "parent_agent": parent, "agent_id": agent_id,
+           "agent_type": agent_type, "session_id": session, "host": host, "cwd": ""}  # fmt: skip
+    return Source(str(path), who, agent_id, agent_type)
+
+
+def _chat_session(path: Path) -> str:
+    """The session id in the header line of a Gemini CLI chat file."""
+    from agentwatch.jsonfast import JSONError, loads
+
+    try:
+        with path.open("rb") as f:
+            header = loads(f.readline(1 << 20).decode("utf-8", "replace"))
+    except (OSError, JSONError):
+        return path.stem
+    return str(header.get("sessionId") or path.stem) if isinstance(header, dict) else path.stem
 
 
 class Progress:
@@ -90,14 +168,14 @@ def import_file(path: Path, source: Source, publisher: Publisher, progress: Prog
     """Read one transcript batch by batch, publishing each batch before the next is read."""
     from agentwatch.contract import DEFAULT_MAX_PAYLOAD, encode_envelope
     from agentwatch.emitter.hook import refit
-    from agentwatch.emitter.transcripts import read_transcript
-    from agentwatch.emitter.usage import reading_envelopes
+    from agentwatch.emitter.usage import read_log, reading_envelopes
 
     fallback_ms = int(path.stat().st_mtime * 1000)
     offset = 0
     base = progress.done_bytes
+    harness = harness_of(path)
     while True:
-        reading = read_transcript(str(path), offset, max_messages=BATCH, subagent_id=source.subagent_id)
+        reading = read_log(harness, source, offset, float("inf"), BATCH, {})
         found = reading_envelopes(reading, source, fallback_ms)
         if found:
             fit = refit(publisher.max_payload)
@@ -113,16 +191,16 @@ def import_file(path: Path, source: Source, publisher: Publisher, progress: Prog
         offset = reading.offset
 
 
-def run_import(root: Path, environ: Any = None, out: TextIO = sys.stdout) -> Progress:
-    """Import every transcript under `root`; the progress it made. Raises CliError when the bus
-    cannot be reached or stops answering."""
+def run_import(roots: Path | list[Path], environ: Any = None, out: TextIO = sys.stdout) -> Progress:
+    """Import every log under `roots`; the progress it made. Raises CliError when the bus cannot
+    be reached or stops answering."""
     import _socket
 
     from agentwatch.emitter.hook import Publisher
     from agentwatch.emitter.wire import BusError
 
     environ = os.environ if environ is None else environ
-    files = transcripts(root)
+    files = [p for root in ([roots] if isinstance(roots, Path) else roots) for p in transcripts(root)]
     progress = Progress(len(files), sum(p.stat().st_size for p in files), out)
     url = config.display_urls(config.nats_url(environ))
     try:
@@ -146,14 +224,24 @@ def run_import(root: Path, environ: Any = None, out: TextIO = sys.stdout) -> Pro
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    root = Path(args.path).expanduser() if args.path else default_root()
-    if not root.exists():
-        if not args.path:  # no Claude Code here: nothing to import
-            print(f"nothing to import: {root} does not exist (give the folder of the transcripts)")
+    if args.path:
+        roots = [Path(args.path).expanduser()]
+        if not roots[0].exists():
+            raise CliError(
+                f"{roots[0]} does not exist: give a folder of Claude Code transcripts, Codex rollouts "
+                "or Gemini CLI chats (or one file)"
+            )
+    else:
+        found = [(root, harness) for root, harness in default_roots() if root.exists()]
+        if not found:  # no agent here: nothing to import
+            where = ", ".join(str(root) for root, _ in default_roots())
+            print(f"nothing to import: none of {where} exists (give the folder of the logs)")
             return 0
-        raise CliError(f"{root} does not exist: give the folder of Claude Code's transcripts (or one file)")
+        for root, harness in found:
+            print(f"{LABELS[harness]}: {root}")
+        roots = [root for root, _ in found]
     started = time.monotonic()
-    done = run_import(root)
+    done = run_import(roots)
     print(
         f"imported {done.usage:,} API messages and {done.costs:,} cost states from {done.done_files:,} "
         f"transcripts in {time.monotonic() - started:.1f}s; `agentwatch cost` shows them once the store "
@@ -165,10 +253,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = sub.add_parser(
         "import",
-        help="publish the token usage of existing Claude Code transcripts (idempotent)",
-        description="Read Claude Code's transcripts (default ~/.claude/projects) and publish their token "
-        "usage and cost-state records to the bus, as the hook does on Stop. Running it again, or after "
-        "the hook already sent some of it, changes nothing.",
+        help="publish the token usage of existing Claude Code, Codex and Gemini CLI logs (idempotent)",
+        description="Read the agents' own logs (default: Claude Code's ~/.claude/projects, Codex's "
+        "~/.codex/sessions, Gemini CLI's ~/.gemini/tmp, those that exist) and publish their token usage "
+        "(and Claude Code's cost-state records) to the bus, as the hook does at the end of a turn. Running "
+        "it again, or after the hook already sent some of it, changes nothing.",
     )
-    imp.add_argument("path", nargs="?", help="a folder of transcripts, or one transcript (.jsonl)")
+    imp.add_argument("path", nargs="?", help="a folder of logs, or one log (.jsonl)")
     imp.set_defaults(func=cmd_import)

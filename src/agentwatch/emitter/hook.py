@@ -23,6 +23,7 @@ import time
 from agentwatch import config
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, USAGE_EVENTS, encode_envelope, envelopes_from_stdin
 from agentwatch.emitter.spool import COMPLETE, DEFAULT_MAX_BYTES, READING, Spool
+from agentwatch.harnesses import GEMINI_CLI
 
 # On the events that close a piece of work (contract.USAGE_EVENTS) the hook reads what is new in
 # the agent's transcripts (agentwatch.emitter.usage, imported only then) within this share of its
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from types import FrameType
     from typing import Any
+
+    from agentwatch.contract import Tracker
 
     Message = tuple[str, str, bytes]
 
@@ -113,7 +116,7 @@ def _capture_header(environ: Mapping[str, str], host: str) -> bytes:
     from agentwatch.jsonfast import dumps
 
     names = {k: environ[k] for k in ("GENIE_AGENT_NAME", "GENIE_TEAM") if environ.get(k)}
-    return dumps({"at": time.time(), "host": host, "env": names}).encode()
+    return dumps({"at": time.time(), "host": host, "env": names, "harness": _run["harness"]}).encode()
 
 
 def _hostname() -> str:
@@ -132,7 +135,10 @@ def _rebuild(header: bytes, raw: bytes, environ: Mapping[str, str], spool: Spool
     env = {**{k: v for k, v in environ.items() if k not in ("GENIE_AGENT_NAME", "GENIE_TEAM")}, **names}
     at = float(made.get("at", time.time()))
     host = str(made.get("host", ""))
-    messages, _ = _outgoing(raw, env, spool, host=host, now=at, stopped_reading=stopped_reading)
+    harness = str(made.get("harness") or "")
+    messages, _ = _outgoing(
+        raw, env, spool, host=host, now=at, stopped_reading=stopped_reading, harness=harness
+    )
     return messages
 
 
@@ -255,7 +261,8 @@ def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
                     if ln.split(" ", 1)[0] != server]  # fmt: skip
     except OSError:
         kept = []
-    kept.append(f"{server} {int(stream)} {time.time():.0f}")
+    # Not rounded: a time rounded up lies ahead of the next run's clock, which then knew nothing.
+    kept.append(f"{server} {int(stream)} {time.time():.3f}")
     tmp = f"{path}.{posix.getpid()}"
     try:
         fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
@@ -279,7 +286,7 @@ class Interrupted(BaseException):
 # made, the in-flight file written: a few milliseconds) a stop is only noted, and acted on as
 # soon as they are safe; while the bus is waited on, a stop ends the wait at once.
 PREPARING, SENDING = "preparing", "sending"
-_run: dict[str, Any] = {"phase": PREPARING, "stop": False}
+_run: dict[str, Any] = {"phase": PREPARING, "stop": False, "harness": ""}
 
 
 def _on_stop(_signum: int, _frame: FrameType | None) -> None:
@@ -300,6 +307,20 @@ def _no_offsets(keep: bool = True) -> None:
     """Nothing was read from a transcript: nothing to remember."""
 
 
+def _tracker(environ: Mapping[str, str]) -> Tracker:
+    """The hook's memory of a Gemini CLI session (emitter/nesting.py, loaded for Gemini's events
+    only): every other harness's payload says who and which call itself."""
+
+    def track(payload: dict[str, Any], harness: str) -> tuple[Mapping[str, str] | None, Sequence[Any]]:
+        if harness != GEMINI_CLI:
+            return None, ()
+        from agentwatch.emitter.nesting import tracked
+
+        return tracked(config.data_dir(environ), payload)
+
+    return track
+
+
 def _outgoing(
     raw: bytes,
     environ: Mapping[str, str],
@@ -310,6 +331,7 @@ def _outgoing(
     now: float | None = None,
     stopped_reading: bool = False,
     own: bool = False,
+    harness: str | None = None,
 ) -> tuple[list[Message], Callable[[bool], None]]:
     """The invocation's messages, encoded, numbered in their session, with the spool's backlog;
     and, for an event that closes a piece of work, the usage read from its transcripts until
@@ -317,8 +339,21 @@ def _outgoing(
     False, how far it had read before). `host` and `now` are the run's (a rebuilt run's own);
     `stopped_reading`: the run was stopped before it had read its stdin to the end. `own`: the
     run's own event, whose number is taken once per run (made again after a deadline, it keeps
-    the number it took, so the session's numbers have no gap)."""
-    outgoing = envelopes_from_stdin(raw, environ, host=host or _hostname(), now=now, cut=stopped_reading)
+    the number it took, so the session's numbers have no gap). `harness`: who ran the hook (None:
+    this run's; '': told by the payload). A Gemini CLI session's events go through the hook's
+    memory of it (emitter/nesting.py), but for a run made again from the spool: its place in the
+    session's order is gone."""
+    if harness is None:
+        harness = _run["harness"]
+    outgoing = envelopes_from_stdin(
+        raw,
+        environ,
+        host=host or _hostname(),
+        now=now,
+        cut=stopped_reading,
+        harness=harness,
+        track=_tracker(environ) if own else None,
+    )
     event = outgoing[0][1]
     if event.get("session_id"):
         from agentwatch.emitter import sequence
@@ -393,7 +428,7 @@ def run(
         if publisher is not None:
             publisher.close()
         return _spool(environ, spool, raw, encoded, held, exc, remember)
-    spool.retire(held)
+    spool.release(held)
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
         if not spool.is_empty():
@@ -481,9 +516,24 @@ def _rescue(environ: Mapping[str, str], spool: Spool) -> None:
     spool.queue_own_capture()
 
 
-def run_hook(environ: Mapping[str, str] | None = None, stopped: Sequence[int] = ()) -> str:
+def harness_argument(argv: Sequence[str]) -> str:
+    """The harness the registered command names (`agentwatch-emit --harness codex`); '' when it
+    names none or one this version does not know (the payload tells then)."""
+    from agentwatch.harnesses import harness_named
+
+    if len(argv) >= 3 and argv[1] == "--harness":
+        return harness_named(argv[2])
+    if len(argv) >= 2 and argv[1].startswith("--harness="):
+        return harness_named(argv[1].partition("=")[2])
+    return ""
+
+
+def run_hook(
+    environ: Mapping[str, str] | None = None, stopped: Sequence[int] = (), argv: Sequence[str] = ()
+) -> str:
     """The whole hook run, without the final exit: read stdin, publish or spool, log problems."""
     started = time.monotonic()
+    _run["harness"] = harness_argument(argv)
     env = config.environ_now() if environ is None else environ
     if config.flag(env, "AGENTWATCH_DISABLED"):
         return "disabled"
@@ -523,7 +573,7 @@ def main(stopped: Sequence[int] = ()) -> None:
 
     `stopped`: stop signals the script received before it could load this module."""
     try:
-        run_hook(stopped=stopped)
+        run_hook(stopped=stopped, argv=sys.argv)
     except BaseException:  # noqa: S110 - not even a logging failure may change the agent's run
         pass
     finally:

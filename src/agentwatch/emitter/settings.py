@@ -40,6 +40,7 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +88,27 @@ LAUNCH = "trap '' HUP INT TERM; exec "
 LAUNCH_FLAGS = "-IS"
 
 
-def hook_command(script: str) -> str:
-    """The command that runs the agentwatch-emit at `script` for Claude Code: its interpreter (the
-    script's `#!` line, written by pip) started with LAUNCH_FLAGS behind LAUNCH; just the script
-    when its first line names no Python."""
+# How the command tells the hook which agent runs it (Claude Code's needs no flag: the default).
+HARNESS_FLAG = "--harness"
+
+
+def hook_command(script: str, harness: str = "") -> str:
+    """The command that runs the agentwatch-emit at `script`: its interpreter (the script's `#!`
+    line, written by pip) started with LAUNCH_FLAGS behind LAUNCH; just the script when its first
+    line names no Python. `harness`: the short name of the agent that runs it (`codex`, `gemini`),
+    passed as `--harness NAME`; none for Claude Code."""
+    named = [HARNESS_FLAG, harness] if harness else []
     python = _interpreter(script)
     if python is None:
-        return shlex.quote(script)
-    return LAUNCH + shlex.join([python, LAUNCH_FLAGS, script])
+        return shlex.join([script, *named])
+    return LAUNCH + shlex.join([python, LAUNCH_FLAGS, script, *named])
+
+
+def with_harness(command: str, harness: str) -> str:
+    """`command` (hook_command's form, or a plain `agentwatch-emit` command) naming `harness`."""
+    if not harness or HARNESS_FLAG in command.split():
+        return command
+    return f"{command} {HARNESS_FLAG} {shlex.quote(harness)}"
 
 
 def _interpreter(script: str) -> str | None:
@@ -110,7 +124,7 @@ def _interpreter(script: str) -> str | None:
     return words[0] if os.path.basename(words[0]).startswith(("python", "pypy")) else None
 
 
-def default_command() -> str:
+def default_command(harness: str = "") -> str:
     """The command (see hook_command) of the agentwatch-emit that belongs to this installation.
 
     The one next to the running interpreter comes first: it is the one installed with this very
@@ -118,10 +132,10 @@ def default_command() -> str:
     """
     beside = Path(sys.executable).parent / EMIT_NAME
     if beside.is_file():
-        return hook_command(os.path.abspath(beside))
+        return hook_command(os.path.abspath(beside), harness)
     found = shutil.which(EMIT_NAME)
     if found:
-        return hook_command(os.path.abspath(found))
+        return hook_command(os.path.abspath(found), harness)
     raise SettingsError(
         f"cannot find {EMIT_NAME} (looked next to {sys.executable} and on PATH); install agentwatch "
         f"in this environment or pass --command /path/to/{EMIT_NAME}"
@@ -139,7 +153,8 @@ def is_agentwatch_command(command: str) -> bool:
     except ValueError:
         return False
     if command.startswith(LAUNCH):
-        return len(words) == 3 and words[1] == LAUNCH_FLAGS and os.path.basename(words[2]) == EMIT_NAME
+        named = len(words) == 3 or (len(words) == 5 and words[3] == HARNESS_FLAG)
+        return named and words[1] == LAUNCH_FLAGS and os.path.basename(words[2]) == EMIT_NAME
     return bool(words) and os.path.basename(words[0]) == EMIT_NAME
 
 
@@ -180,9 +195,16 @@ def snippet(command: str, timeout: int = DEFAULT_TIMEOUT, async_: bool = False) 
 # -- merging ----------------------------------------------------------------------------------
 
 
-def _apply(settings: Json, handler: Json | None) -> tuple[Json, int]:
+def _apply(
+    settings: Json,
+    handler: Json | None,
+    handlers: Mapping[str, Json] | None = None,
+    group: Json | None = None,
+) -> tuple[Json, int]:
     """A copy of `settings` without agentwatch's handlers and, when `handler` is given, with it
-    registered on every REGISTERED_EVENT; plus how many events changed.
+    registered on every REGISTERED_EVENT (`handlers`: one handler per event, on those events, for
+    another harness's file; `group`: the other keys of the group that holds it, as Gemini CLI's
+    `matcher`); plus how many events changed.
 
     A re-install puts the new group where the old one was, so that changing an option does not
     reorder a file. Only containers emptied by removing our handlers are dropped: anything that was
@@ -190,13 +212,17 @@ def _apply(settings: Json, handler: Json | None) -> tuple[Json, int]:
     """
     result = copy.deepcopy(settings)
     if "hooks" not in result:
-        if handler is None:
+        if handler is None and not handlers:
             return result, 0
         result["hooks"] = {}
     hooks = result["hooks"]
     if not isinstance(hooks, dict):
         raise SettingsError(f'"hooks" is a {_kind(hooks)}, not an object')
-    wanted = REGISTERED_EVENTS if handler is not None else ()
+    if handler is not None and handlers is None:
+        handlers = dict.fromkeys(REGISTERED_EVENTS, handler)
+    handlers = handlers or {}
+    template = dict(group or {})
+    wanted = tuple(handlers)
     for event in wanted:
         if event in hooks and not isinstance(hooks[event], list):
             raise SettingsError(f'"hooks.{event}" is a {_kind(hooks[event])}, not a list')
@@ -209,20 +235,20 @@ def _apply(settings: Json, handler: Json | None) -> tuple[Json, int]:
         kept: list[Any] = []
         slot: int | None = None
         removed = False
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
+        for entry in groups:
+            inner = entry.get("hooks") if isinstance(entry, dict) else None
             if not isinstance(inner, list) or not any(is_agentwatch_handler(h) for h in inner):
-                kept.append(group)
+                kept.append(entry)
                 continue
             removed = True
             others = [h for h in inner if not is_agentwatch_handler(h)]
             if others:
-                group["hooks"] = others
-                kept.append(group)
-            elif slot is None and list(group) == ["hooks"]:
+                entry["hooks"] = others
+                kept.append(entry)
+            elif slot is None and {k: v for k, v in entry.items() if k != "hooks"} == template:
                 slot = len(kept)
-        if handler is not None and event in wanted:
-            kept.insert(len(kept) if slot is None else slot, {"hooks": [dict(handler)]})
+        if event in handlers:
+            kept.insert(len(kept) if slot is None else slot, {**template, "hooks": [dict(handlers[event])]})
             hooks[event] = kept
             changed += kept != groups
         elif removed:
@@ -231,10 +257,10 @@ def _apply(settings: Json, handler: Json | None) -> tuple[Json, int]:
                 hooks[event] = kept
             else:
                 del hooks[event]
-    if handler is not None:
-        for event in REGISTERED_EVENTS:
+    if handlers:
+        for event in wanted:
             if event not in hooks:
-                hooks[event] = [{"hooks": [dict(handler)]}]
+                hooks[event] = [{**template, "hooks": [dict(handlers[event])]}]
                 changed += 1
     elif changed and not hooks:
         del result["hooks"]
@@ -359,32 +385,39 @@ def _remove_created(
 
 
 def _update(
-    path: Path, handler: Json | None, dry_run: bool, otel: str | None = None
+    path: Path,
+    handler: Json | None,
+    dry_run: bool,
+    otel: str | None = None,
+    handlers: Mapping[str, Json] | None = None,
+    group: Json | None = None,
 ) -> tuple[int, str, str | None]:
     """Apply the change to the file: (events changed, what became of the file for the result
     line, dry-run diff or None). `otel`: the endpoint Claude Code's telemetry goes to (install);
-    an uninstall takes the telemetry settings out."""
+    an uninstall takes the telemetry settings out. `handlers`, `group`: another harness's (see
+    _apply); an uninstall of another harness's file passes `group` alone."""
     target = _target(path)
     old_text, old = read_settings(target)
+    installing = handler is not None or bool(handlers)
     try:
-        new, changed = _apply(old, handler)
-        new = telemetry.add(new, otel) if otel else telemetry.strip(new) if handler is None else new
+        new, changed = _apply(old, handler, handlers, group)
+        new = telemetry.add(new, otel) if otel else telemetry.strip(new) if not installing else new
     except (SettingsError, telemetry.TelemetryConflict) as exc:
         raise SettingsError(
             f"{path}: {exc}; it was left untouched. Fix the file and run the command again."
         ) from exc
     if new == old:
         return 0, "", "no change" if dry_run else None
-    created = settingsfile.created_directories(target) if handler is None and not new else None
+    created = settingsfile.created_directories(target) if not installing and not new else None
     if created is not None:
         return changed, *_remove_created(path, target, created, old_text, dry_run)
     new_text = rerender(old_text, old, new)
     if dry_run:
         return changed, "", _diff(path, old_text, new_text) or "no change"
     try:
-        if handler is not None and old_text is not None and strip(old) == old:
+        if installing and old_text is not None and strip(old) == old:
             settingsfile.forget_created(target)  # a file the user made again: its first backup is theirs
-        backup = settingsfile.write(target, new_text, keep_record=handler is not None)
+        backup = settingsfile.write(target, new_text, keep_record=installing)
     except OSError as exc:
         raise SettingsError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return changed, " (new file)" if backup is None else f" (backup: {backup})", None

@@ -46,11 +46,14 @@ class Usage:
     """The usage of one API message (the largest of its lines read so far)."""
 
     __slots__ = (
-        "agent_id", "cache_1h", "cache_5m", "cache_read", "cache_write", "cwd", "input", "message_id",
-        "model", "output", "request_id", "service_tier", "session_id", "sidechain", "speed", "timestamp",
+        "agent_id", "cache_1h", "cache_5m", "cache_read", "cache_write", "cwd", "harness", "input",
+        "message_id", "model", "output", "reasoning", "request_id", "service_tier", "session_id",
+        "sidechain", "speed", "timestamp",
     )  # fmt: skip
 
     def __init__(self, line: dict[str, Any], message: dict[str, Any], usage: dict[str, Any]) -> None:
+        self.harness = "claude-code"
+        self.reasoning = 0  # Claude Code's transcripts do not say which output tokens were thinking
         self.message_id = _str(message.get("id")) or _str(line.get("uuid"))
         self.request_id = _str(line.get("requestId")) or _str(line.get("requestRef"))
         self.model = _str(message.get("model"))
@@ -74,6 +77,17 @@ class Usage:
             self.cache_5m = self.cache_write
         self.speed = _str(usage.get("speed"))
         self.service_tier = _str(usage.get("service_tier"))
+
+    @classmethod
+    def of(cls, harness: str, message_id: str, request_id: str, model: str, timestamp: str,
+           session_id: str, tokens: tuple[int, int, int, int], agent_id: str = "") -> Usage:  # fmt: skip
+        """An API message of another harness's log: `tokens` = (input without the cached part,
+        cached input, output with reasoning, reasoning), as harnesses.codex_tokens gives them."""
+        rec = cls({}, {}, {})
+        rec.harness, rec.message_id, rec.request_id, rec.model = harness, message_id, request_id, model
+        rec.timestamp, rec.session_id, rec.agent_id = timestamp, session_id, agent_id
+        rec.input, rec.cache_read, rec.output, rec.reasoning = tokens
+        return rec
 
     @property
     def total(self) -> int:

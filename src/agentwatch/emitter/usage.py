@@ -43,6 +43,7 @@ from agentwatch.contract import (
     usage_subject,
 )
 from agentwatch.emitter.transcripts import CostState, Reading, Usage, epoch_ms, iso_ms, read_transcript
+from agentwatch.harnesses import CLAUDE_CODE, CODEX, GEMINI_CLI
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -296,6 +297,8 @@ def usage_envelope(rec: Usage, src: Source, fallback_ms: int = 0) -> tuple[str, 
         sidechain=rec.sidechain,
         speed=rec.speed,
         service_tier=rec.service_tier,
+        harness=rec.harness,
+        reasoning_tokens=rec.reasoning,
         data={},
     )
     return usage_subject(env["agent"]), env
@@ -330,6 +333,63 @@ def reading_envelopes(reading: Reading, src: Source, fallback_ms: int = 0) -> li
 # --- the hook's part ---------------------------------------------------------------------------------
 
 
+def read_log(harness: str, src: Source, start: int, until: float, budget: int, event: Json) -> Reading:
+    """What is new in `src`'s file from `start`, read as its harness writes it."""
+    if harness == CODEX:
+        from agentwatch.emitter.harness_logs import read_rollout
+
+        return read_rollout(src.path, start, until, max_messages=budget, model=str(event.get("model") or ""))
+    if harness == GEMINI_CLI:
+        from agentwatch.emitter.harness_logs import read_chat
+
+        return read_chat(src.path, start, until, max_messages=budget)
+    return read_transcript(
+        src.path,
+        start,
+        until,
+        max_messages=budget,
+        subagent_id=src.subagent_id,
+        fallback_timestamp=str(event.get("timestamp", "")),
+    )
+
+
+def other_sources(event: Json, environ: Mapping[str, str]) -> list[tuple[str, Callable[[], Source | None]]]:
+    """The logs a Codex or Gemini CLI event points at, the agent's own first. Codex: a sub-agent's
+    event (SubagentStop) its own rollout (`agent_transcript_path`), the main agent's the session's.
+    Gemini: the session's chat, then each sub-agent's chat beside it (chats/<session>/), named as
+    the hook's events name that sub-agent (harness_logs.chat_subagent; not read before the main
+    chat says which it is)."""
+    data = event.get("data")
+    data = data if isinstance(data, dict) else {}
+    who = who_of(event)
+    main = data.get("transcript_path")
+    main = main if isinstance(main, str) else ""
+    if event.get("harness") == CODEX:
+        own = data.get("agent_transcript_path") if who["agent_id"] else main
+        own = own if isinstance(own, str) else ""
+        source = Source(own, who, who["agent_id"], who["agent_type"])
+        return [(own, lambda: source)] if own else []
+    if who["agent_id"] or not main:
+        return []
+    from agentwatch.emitter.harness_logs import chat_subagent, chat_subagents
+
+    found: list[tuple[str, Callable[[], Source | None]]] = [(main, lambda: Source(main, who))]
+    context = {k: who[k] for k in ("team", "session_id", "host", "cwd")}
+
+    def subagent(path: str) -> Source | None:
+        named = chat_subagent(main, path, who["session_id"])
+        if named is None:
+            return None
+        payload = {"session_id": who["session_id"], "agent_id": named[0], "agent_type": named[1]}
+        agent, _team, parent = identify(payload, environ)
+        sub = dict(context, agent=agent, parent_agent=parent, agent_id=named[0], agent_type=named[1])
+        return Source(path, sub, named[0], named[1])
+
+    for path in chat_subagents(main, who["session_id"]):
+        found.append((path, lambda path=path: subagent(path)))  # type: ignore[misc]
+    return found
+
+
 def _nothing(keep: bool = True) -> None:
     """No offsets to remember."""
 
@@ -347,21 +407,18 @@ def hook_usage(
     done: list[tuple[Resume, int]] = []
     budget = MAX_MESSAGES
     fallback_ms = epoch_ms(str(event.get("timestamp", "")))
-    for n, (path, make_source) in enumerate(event_sources(event, environ)):
+    harness = str(event.get("harness") or CLAUDE_CODE)
+    sources = event_sources(event, environ) if harness == CLAUDE_CODE else other_sources(event, environ)
+    for n, (path, make_source) in enumerate(sources):
         if n and (budget <= 0 or time.monotonic() >= until):
             break  # the rest next time
         resume = offsets.resume(path)
         if resume is None:
             continue
         src = make_source()
-        reading = read_transcript(
-            src.path,
-            resume.start,
-            until,
-            max_messages=budget,
-            subagent_id=src.subagent_id,
-            fallback_timestamp=str(event.get("timestamp", "")),
-        )
+        if src is None:
+            continue  # not to be read yet: what it is about is not known yet
+        reading = read_log(harness, src, resume.start, until, budget, event)
         budget -= len(reading.usage)
         out.extend(reading_envelopes(reading, src, fallback_ms))
         done.append((resume, reading.offset))

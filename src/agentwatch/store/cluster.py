@@ -25,6 +25,8 @@ that fits none raises ClusterSchemaError naming it, rather than emitting somethi
   cluster has nothing to backfill; on one with history, run the migration's INSERT by hand.
 - `ALTER TABLE t ADD COLUMN ...[, ADD COLUMN ...]`: on `t_local` and on the Distributed `t` (on
   `t` alone for a Null table), each `ADD COLUMN` made `IF NOT EXISTS`.
+- `ALTER TABLE v MODIFY QUERY SELECT ...` of a materialized view that reads Null tables: the same
+  on every node.
 - `ALTER TABLE t ADD INDEX IF NOT EXISTS ...`: on `t_local` alone (a Distributed table holds no
   rows to index). `ALTER TABLE t MATERIALIZE INDEX ...` (building it for the rows stored before)
   is left out like a backfill: on a cluster with history, run it by hand on `t_local`.
@@ -86,6 +88,7 @@ SHARDING_KEYS: Mapping[str, str] = {
     "session_cost": "cityHash64(session_id)",
     "cost_by_agent": "cityHash64(agent)",
     "cost_by_day": "cityHash64(team)",
+    "cost_by_harness": "cityHash64(harness)",  # 013
     # 012: per agent (host, scope, name); the events' view writes per shard, messages and usage
     # through the Distributed tables.
     "agent_key_rollup": "cityHash64(host, scope, agent)",
@@ -287,6 +290,8 @@ class ClusterSchema:
         if match is None:
             raise ClusterSchemaError("an ALTER the generator knows is `ALTER TABLE name ADD COLUMN ...`")
         name, actions = match["name"], match["actions"]
+        if actions.lstrip().startswith("MODIFY QUERY"):
+            return self._modify_query(name, actions)
         if name not in self.sharded and name not in self.everywhere:
             raise ClusterSchemaError(f"{name} is not a table created by an earlier statement")
         if _MATERIALIZE_INDEX.match(actions):
@@ -306,6 +311,16 @@ class ClusterSchema:
                 f"-- The same column on the Distributed {name}, whose columns are {local}'s.",
             ),
         ]
+
+    def _modify_query(self, name: str, actions: str) -> list[Statement]:
+        """A new query for a materialized view on every node (one that reads Null tables)."""
+        kind = self.views.get(name, "")
+        if not kind.startswith("materialized view to ") or kind.endswith("per shard"):
+            raise ClusterSchemaError(f"{name} is not a materialized view that reads tables on every node")
+        sources = [source for source in _SOURCE.findall(actions) if source != "("]
+        if not sources or any(source not in self.everywhere for source in sources):
+            raise ClusterSchemaError(f"the new query of {name} must read only tables on every node (Null)")
+        return [Statement(f"ALTER TABLE {name} {ON_CLUSTER}{actions}")]
 
     def _drop(self, code: str) -> list[Statement]:
         match = _DROP.fullmatch(code)

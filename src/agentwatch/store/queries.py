@@ -385,7 +385,7 @@ def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
 
 # --- cost ---------------------------------------------------------------------------------------
 
-COST_BY = ("session", "agent", "team", "model", "day")
+COST_BY = ("session", "agent", "team", "model", "day", "harness")
 EPOCH = "1970-01-01 00:00:00.000"
 # Sums over the cost_hourly rollup (009_rollups.sql): its rows are signed, so the sums are right
 # whatever was replaced, and a group whose every message was replaced has api_calls 0.
@@ -411,6 +411,12 @@ _COST_GROUPS: dict[str, tuple[str, str, str]] = {
     "team": ("team", "team", "cost_usd DESC NULLS LAST, team"),
     "model": ("model", "model", "cost_usd DESC NULLS LAST, model"),
     "day": ("{day} AS day", "day", "day DESC"),
+    # From cost_by_harness (013_harness.sql), with or without a start.
+    "harness": (
+        "harness, uniqExactMerge(sessions) AS sessions, toUInt64(sum(reasoning_tokens)) AS reasoning_tokens",
+        "harness",
+        "cost_usd DESC NULLS LAST, harness",
+    ),
 }
 
 
@@ -419,7 +425,9 @@ def _cost_source(by: str, since: str) -> tuple[str, str, str]:
     without a time in their key (per agent, its host, scope, team and model; per day), whose rows
     do not grow with the history; since a time, cost_hourly from that time's hour. An agent is
     grouped with its team (its session's, or its named team): two agents of one name in two
-    sessions are two rows."""
+    sessions are two rows. Per harness: cost_by_harness, all time or from the hour of `since`."""
+    if by == "harness":
+        return "cost_by_harness", f"WHERE {_COST_SINCE} " if since != EPOCH else "", "toDate(hour)"
     if since != EPOCH:
         return "cost_hourly", f"WHERE {_COST_SINCE} ", "toDate(hour)"
     return ("cost_by_day" if by == "day" else "agent_cost_rollup"), "", "day"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentwatch.contract import COST_STATE_KIND, USAGE_KIND, EnvelopeError, decode_envelope, dumps
 from agentwatch.format import utc_datetime
+from agentwatch.harnesses import CLAUDE_CODE
 from agentwatch.store.pricing import Tokens, price
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("sidechain", "Bool"),
     ("envelope_id", "String"),
     ("version", "UInt64"),
+    ("harness", "LowCardinality(String)"),
+    ("reasoning_tokens", "UInt64"),
 )
 COST_STATE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("session_id", "String"),
@@ -95,6 +98,11 @@ def _count(env: dict[str, Any], key: str) -> int:
     return value
 
 
+def _optional_count(env: dict[str, Any], key: str) -> int:
+    """A count an older emitter did not send (0 then)."""
+    return 0 if env.get(key) is None else _count(env, key)
+
+
 def _when(env: dict[str, Any]) -> dt.datetime:
     text = _str(env, "timestamp")
     when = utc_datetime(text)
@@ -128,6 +136,7 @@ def usage_row(env: dict[str, Any]) -> list[Any]:
         _str(env, "agent_type"), _str(env, "subagent_id"), _str(env, "subagent_type"), _str(env, "host"),
         model, tokens.input, tokens.output, tokens.cache_read, cache_write, tokens.cache_5m,
         tokens.cache_1h, cost, price_model, sidechain, _str(env, "id"), 2 * total + (not sidechain),
+        _str(env, "harness") or CLAUDE_CODE, _optional_count(env, "reasoning_tokens"),
     ]  # fmt: skip
 
 

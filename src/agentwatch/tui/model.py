@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agentwatch.format import utc_seconds
+from agentwatch.harnesses import CLAUDE_CODE, QUIET_EVENTS, harness_named
 
 SPARK_BUCKETS = 30
 SPARK_SECONDS = 10.0
@@ -26,7 +27,7 @@ FEED_MAX = 5000
 TIMELINE_MAX = 200
 _HEADLINE_KEYS = ("id", "timestamp", "event", "kind", "agent", "team", "peer", "session_id", "host",
                   "parent_agent", "agent_type", "tool_name", "tool_use_id", "text", "redacted",
-                  "truncated", "duration_ms", "seq")  # fmt: skip
+                  "truncated", "duration_ms", "seq", "harness", "harness_event")  # fmt: skip
 ERROR_KINDS = frozenset({"tool_error", "failure", "permission_denied"})
 CONVERSATION_KINDS = frozenset({"prompt", "response", "failure"})
 
@@ -115,16 +116,22 @@ BOOKKEEPING = frozenset(
 
 @dataclass(frozen=True)
 class FeedFilter:
+    """What the feed shows: `agent:`, `event:` (an event or its kind, the normalised name or the
+    harness's own), `tool:`, `harness:` (claude, codex, gemini) and words of the text. The quiet
+    events (harnesses.QUIET_EVENTS: a model request's start, a streamed chunk, ...) only when
+    `event:` names them: they are in the store, not in a person's way."""
+
     agent: str = ""
     event: str = ""
     tool: str = ""
     text: str = ""
+    harness: str = ""
     bookkeeping: bool = False  # bookkeeping events shown
 
     @classmethod
     def parse(cls, value: str, bookkeeping: bool = False) -> FeedFilter:
-        """`agent:NAME tool:NAME event:KIND` and the other words as text."""
-        parts: dict[str, str] = {"agent": "", "tool": "", "event": ""}
+        """`agent:NAME tool:NAME event:KIND harness:NAME` and the other words as text."""
+        parts: dict[str, str] = {"agent": "", "tool": "", "event": "", "harness": ""}
         words = []
         for word in value.split():
             key, sep, found = word.partition(":")
@@ -132,16 +139,25 @@ class FeedFilter:
                 parts[key] = found
             else:
                 words.append(word)
-        return cls(parts["agent"], parts["event"], parts["tool"], " ".join(words), bookkeeping)
+        return cls(**parts, text=" ".join(words), bookkeeping=bookkeeping)
 
     def matches(self, line: FeedLine) -> bool:
+        own = str(line.envelope.get("harness_event") or line.event)
+        if line.event in QUIET_EVENTS and self.event not in (line.event, line.kind, own):
+            return False
         return (
-            (self.bookkeeping or line.event not in BOOKKEEPING or line.event == self.event)
+            (self.bookkeeping or line.event not in BOOKKEEPING or self.event in (line.event, own))
             and (not self.agent or line.agent == self.agent)
-            and (not self.event or self.event in (line.event, line.kind))
+            and (not self.event or self.event in (line.event, line.kind, own))
             and (not self.tool or line.tool == self.tool)
+            and (not self.harness or harness_of(line) == (harness_named(self.harness) or self.harness))
             and (not self.text or self.text.lower() in f"{line.agent} {line.event} {line.text}".lower())
         )
+
+
+def harness_of(line: FeedLine) -> str:
+    """Who sent the line's event (an envelope from before harnesses were named: Claude Code)."""
+    return str(line.envelope.get("harness") or CLAUDE_CODE)
 
 
 class Feed:

@@ -56,6 +56,8 @@ class Agent:
     parent: str = ""
     agent_type: str = ""
     session_id: str = ""
+    # Who runs it (claude-code, codex, gemini-cli), from its events ('' until one was seen).
+    harness: str = ""
     # A teammate (not a one-off subagent): it went idle as one, or it sent a message.
     teammate: bool = False
     # The state machine's state (agentwatch.agents), from the latest state event: its (time in ms,
@@ -121,7 +123,7 @@ def _mark(env: Mapping[str, Any], at: float) -> tuple[int, str]:
 
 
 _DESCRIBED = (("team", "team"), ("parent", "parent_agent"), ("agent_type", "agent_type"),
-              ("session_id", "session_id"))  # fmt: skip
+              ("session_id", "session_id"), ("harness", "harness"))  # fmt: skip
 
 
 class Roster:
@@ -253,10 +255,11 @@ class Roster:
                 messages=int(row.get("messages_sent") or 0),
             )
             if before is not None:
-                agent.activity, agent.timeline, agent._bucket = (
+                agent.activity, agent.timeline, agent._bucket, agent.harness = (
                     before.activity,
                     before.timeline,
                     before._bucket,
+                    before.harness,
                 )
             event = str(row.get("state_event") or "")
             if event:

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from agentwatch.agents import DONE
 from agentwatch.format import age
+from agentwatch.harnesses import CLAUDE_CODE, SHORT
 from agentwatch.tui.model import Feed, sparkline
 from agentwatch.tui.roster import Agent, Roster, Unconfirmed
 
@@ -121,7 +122,11 @@ def roster_cells(
     """One roster row's cells, for `columns` (layout.ROSTER_COLUMNS' names)."""
     depth, agent = row
     cells: dict[str, Text | str] = {
-        "agent": alerts.mark(agent.key) + "  " * depth + ("└ " if depth else "") + agent.name,
+        "agent": alerts.mark(agent.key)
+        + "  " * depth
+        + ("└ " if depth else "")
+        + agent.name
+        + harness_mark(agent),
         "team": team_label(agent),
         "state": Text(agent.state, style=pal.state.get(agent.state, "")),
         "tool": agent.tool if agent.state not in DONE else "",
@@ -135,6 +140,13 @@ def roster_cells(
         "activity": sparkline(list(agent.activity)[-12:]),
     }
     return [cells[key] for key in columns]
+
+
+def harness_mark(agent: Agent) -> str:
+    """` ·codex`, ` ·gemini` after an agent another harness than Claude Code runs; nothing else."""
+    if not agent.harness or agent.harness == CLAUDE_CODE:
+        return ""
+    return f" ·{SHORT.get(agent.harness, agent.harness)}"
 
 
 def team_label(agent: Agent) -> str:
