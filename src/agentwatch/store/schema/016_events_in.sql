@@ -36,7 +36,9 @@ CREATE TABLE IF NOT EXISTS events_in
     prompt_id String DEFAULT JSONExtractString(data, 'prompt_id'),
     duration_ms Nullable(Int64) DEFAULT JSONExtract(data, 'duration_ms', 'Nullable(Int64)'),
     permission_mode String DEFAULT JSONExtractString(data, 'permission_mode'),
-    model String DEFAULT if(JSONHas(data, 'model'), JSONExtractString(data, 'model'), JSONExtractString(data, 'to_model'))
+    model String DEFAULT if(JSONHas(data, 'model'), JSONExtractString(data, 'model'), JSONExtractString(data, 'to_model')),
+    harness String DEFAULT 'claude-code',
+    harness_event String DEFAULT event
 )
 ENGINE = Null;
 
@@ -46,5 +48,5 @@ CREATE MATERIALIZED VIEW IF NOT EXISTS events_in_mv TO events AS
 SELECT
     id, timestamp, v, event, kind, agent, team, direction, peer, text, source, session_id, agent_id,
     agent_type, parent_agent, tool_name, tool_use_id, host, cwd, redacted, truncated, data, seq,
-    spool_bytes, prompt_id, duration_ms, permission_mode, model
+    spool_bytes, prompt_id, duration_ms, permission_mode, model, harness, harness_event
 FROM events_in;
