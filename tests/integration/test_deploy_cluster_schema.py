@@ -156,7 +156,7 @@ def test_cluster_views_are_the_single_node_views() -> None:
         "message_envelopes_mv", "tool_calls", "sessions", "agents", "coverage",
         "session_costs", "agent_costs", "cost_daily", "open_alerts", "tool_stats", "team_edges",
         "event_ids_events_mv", "event_ids_messages_mv", "usage_in_mv", "tool_calls_since",
-        "agent_key_messages_mv", "hook_runs", "api_requests", "otel_metric_totals",
+        "agent_key_messages_mv", "hook_runs", "api_requests", "otel_metric_totals", "events_in_mv",
         *(f"{table}_mv" for table in ROLLUP_TABLES if table != "event_ids"),
     }  # fmt: skip
     assert cluster == views

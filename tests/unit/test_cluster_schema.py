@@ -271,6 +271,10 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         "text(tokenizer = splitByNonAlpha, preprocessor = lower(text));",
         f"ALTER TABLE events_local {ON_CLUSTER} ADD INDEX IF NOT EXISTS idx_data_words data TYPE "
         "text(tokenizer = splitByNonAlpha, preprocessor = lower(data));",
+        # 016: the store's inserts land in the Null events_in on the node it talks to; its view
+        # writes them through the Distributed events.
+        f"CREATE TABLE IF NOT EXISTS events_in {ON_CLUSTER}",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS events_in_mv {ON_CLUSTER} TO events AS",
         # 017: call_rollup's merge setting and projections on the local table (building them for
         # the rows stored before is left out, like a backfill); loose_calls sharded like
         # call_rollup and rolled up per shard; tool_calls replaced.
@@ -320,6 +324,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 14
         + 2 * len(OTEL_TABLES)
         + len(OTEL_VIEWS)
+        + 2  # 016_events_in: the Null table and its view
         + 2  # 015_search: two indexes, on events_local
         + 7  # 017_history_windows: a setting, two projections, loose_calls (two tables, a view), tool_calls
     )
