@@ -385,12 +385,19 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
     grantable: dict[str, set[str]] = {"VIEW": set(), "TABLE": set()}
     indexed: set[str] = set()
     requeried: set[str] = set()
+    projected: set[str] = set()
     for grant in grants(users, "agentwatch_store"):
         index = re.fullmatch(
             r"GRANT ALTER ADD INDEX, ALTER MATERIALIZE INDEX ON agentwatch\.(\w+)", grant.strip()
         )
         query = re.fullmatch(r"GRANT ALTER VIEW MODIFY QUERY ON agentwatch\.(\w+)", grant.strip())
-        if index:
+        projection = re.fullmatch(
+            r"GRANT ALTER ADD PROJECTION, ALTER MATERIALIZE PROJECTION, ALTER MODIFY SETTING ON agentwatch\.(\w+)",
+            grant.strip(),
+        )
+        if projection:
+            projected.add(projection.group(1))
+        elif index:
             indexed.add(index.group(1))
         elif query:
             requeried.add(query.group(1))
@@ -405,6 +412,7 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
     filled: set[str] = set()
     index_needed: set[str] = set()
     query_needed: set[str] = set()
+    projection_needed: set[str] = set()
     for _, name, sql in migrations():
         for statement in split_statements(sql):
             head = _body(statement).split("\n")[0]
@@ -422,6 +430,13 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
             index = re.fullmatch(r"ALTER TABLE (\w+) (ADD INDEX IF NOT EXISTS|MATERIALIZE INDEX) .*", head)
             if index:  # an index is derived from the rows: adding or building one loses nothing
                 index_needed.add(index.group(1))
+                continue
+            projection = re.fullmatch(
+                r"ALTER TABLE (\w+) (ADD PROJECTION IF NOT EXISTS|MATERIALIZE PROJECTION|MODIFY SETTING) .*", head
+            )
+            if projection:  # a projection is derived from the rows (and the setting it needs)
+                assert "MODIFY SETTING deduplicate_merge_projection_mode" in head or "PROJECTION" in head, head
+                projection_needed.add(projection.group(1))
                 continue
             modify = re.fullmatch(r"ALTER TABLE (\w+) MODIFY QUERY", head)
             if modify:  # a materialized view's query changed in place: it holds no rows
@@ -444,6 +459,7 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
     assert dropped == grantable
     assert index_needed == indexed == {"events"}
     assert query_needed == requeried == {"usage_in_mv"}
+    assert projection_needed == projected == {"call_rollup"}
     assert dropped["TABLE"] == {"call_events", "agent_rollup", "cost_by_agent"}
     kept = {"events", "messages", "message_envelopes", "usage", "alerts", "dead_letters"}
     assert not dropped["TABLE"] & kept
