@@ -392,7 +392,8 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
         )
         query = re.fullmatch(r"GRANT ALTER VIEW MODIFY QUERY ON agentwatch\.(\w+)", grant.strip())
         projection = re.fullmatch(
-            r"GRANT ALTER ADD PROJECTION, ALTER MATERIALIZE PROJECTION, ALTER MODIFY SETTING ON agentwatch\.(\w+)",
+            r"GRANT ALTER ADD PROJECTION, ALTER MATERIALIZE PROJECTION, ALTER MODIFY SETTING "
+            r"ON agentwatch\.(\w+)",
             grant.strip(),
         )
         if projection:
@@ -432,10 +433,13 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
                 index_needed.add(index.group(1))
                 continue
             projection = re.fullmatch(
-                r"ALTER TABLE (\w+) (ADD PROJECTION IF NOT EXISTS|MATERIALIZE PROJECTION|MODIFY SETTING) .*", head
+                r"ALTER TABLE (\w+) (ADD PROJECTION IF NOT EXISTS|MATERIALIZE PROJECTION|MODIFY SETTING) .*",
+                head,
             )
             if projection:  # a projection is derived from the rows (and the setting it needs)
-                assert "MODIFY SETTING deduplicate_merge_projection_mode" in head or "PROJECTION" in head, head
+                assert "MODIFY SETTING deduplicate_merge_projection_mode" in head or "PROJECTION" in head, (
+                    head
+                )
                 projection_needed.add(projection.group(1))
                 continue
             modify = re.fullmatch(r"ALTER TABLE (\w+) MODIFY QUERY", head)
