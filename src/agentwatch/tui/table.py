@@ -156,7 +156,20 @@ class Table(ScrollView, can_focus=True):
 
     def _resize_virtual(self) -> None:
         width = sum(self._widths(self.scrollable_content_region.width)) + 2 * len(self._columns)
-        self.virtual_size = Size(width, len(self._rows) + 1)
+        size = Size(width, len(self._rows) + 1)
+        if size == self.virtual_size:
+            return
+        if width != self.virtual_size.width or not self.is_mounted:
+            self.virtual_size = size
+            return
+        # Only the number of rows changed. The table's size is its pane's (height 1fr), never its
+        # rows', so nothing else moves: its scrollbar is updated (a layout when one appears or
+        # goes), without the layout of the whole screen that `virtual_size` asks for. Under a
+        # flood the feed's row count changes at every repaint; that layout cost more than the
+        # repaint itself.
+        self.set_reactive(Table.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     def on_resize(self, _event: events.Resize) -> None:
         self._resize_virtual()
