@@ -27,7 +27,8 @@ import pytest
 from clickhouse_connect.driver.client import Client
 
 from agentwatch.store.migrations import apply_migrations
-from agentwatch.store.queries import cost
+from agentwatch.store.queries import EPOCH, cost
+from agentwatch.store.session_queries import session_harnesses
 from agentwatch.store.usage import insert_usage, usage_rows
 from agentwatch.store.writes import insert_batch
 from tests.conftest import CODEX_LOGS, DESIGN_SUBJECTS, GEMINI_LOGS, clean_env, harness_payloads, run_cli
@@ -277,6 +278,13 @@ def test_stored_with_the_harness_and_the_clis_own_token_totals(played: Json, chd
     by_harness = chdb_database.query(cost("harness").sql, parameters=cost("harness").params).named_results()
     assert {r["harness"] for r in by_harness} == {"codex", "gemini-cli"}
     assert all(r["cost_usd"] > 0 for r in by_harness)
+    # The sessions view's harness column: each capture's sessions as its CLI's, and only its.
+    sessions = {str(m["session_id"]): str(m["harness"]) for m in events_of(played, "codex")}
+    sessions |= {str(m["session_id"]): str(m["harness"]) for m in events_of(played, "gemini")}
+    asked = session_harnesses(sorted(sessions), EPOCH)
+    shown = chdb_database.query(asked.sql, parameters=asked.params).named_results()
+    of_session = {str(r["session_id"]): list(r["harnesses"]) for r in shown}
+    assert of_session == {s: [h] for s, h in sessions.items()}
 
 
 def test_no_secret_variable_reaches_the_bus_or_the_store(

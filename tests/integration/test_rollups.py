@@ -422,10 +422,12 @@ def test_cost_views_read_the_rollup_and_answer_what_usage_final_answers(chdb_dat
 def test_cost_backfill_equals_the_rollup_filled_live(chdb_database: Client) -> None:
     store_before_rollups(chdb_database)
     found = usage_batch()
-    columns = [name for name, _ in USAGE_COLUMNS]
-    # The store before 009 inserted into usage directly: copies and larger copies alike.
+    # The store before 009 inserted into usage directly: copies and larger copies alike, of the
+    # columns it had (013_harness added harness and reasoning_tokens).
+    old = [i for i, (name, _) in enumerate(USAGE_COLUMNS) if name not in ("harness", "reasoning_tokens")]
+    columns = [USAGE_COLUMNS[i][0] for i in old]
     for batch in (found.usage, found.usage[::2], bigger(found.usage[::3], 5)):
-        chdb_database.insert("usage", batch, column_names=columns)
+        chdb_database.insert("usage", [[row[i] for i in old] for row in batch], column_names=columns)
     chdb_database.insert("cost_states", found.cost_states, column_names=[n for n, _ in COST_STATE_COLUMNS])
     assert "009_rollups" in apply_migrations(chdb_database)
     assert_costs_match_raw(chdb_database)

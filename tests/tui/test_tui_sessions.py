@@ -267,8 +267,8 @@ async def test_bookkeeping_is_folded_out_of_the_feed_until_asked_for() -> None:
 
 
 async def test_the_cost_view_is_the_stores(store: Client) -> None:
-    """c: by model over all time equals SQL over `usage`; the costliest turn first, with its share
-    of everything spent."""
+    """c: by model and by harness over all time equal SQL over `usage`; the costliest turn first,
+    with its share of everything spent."""
     from agentwatch.tui.cost_view import CostScreen
 
     app = dashboard(store)
@@ -284,6 +284,9 @@ async def test_the_cost_view_is_the_stores(store: Client) -> None:
         by_model = sql(store, "SELECT model, sum(cost_usd) AS usd FROM usage FINAL GROUP BY model")
         shown = {row[0]: row[3] for row in cells(view.query_one("#cost-by-model", DataTable))}
         assert shown == {r["model"]: money(r["usd"]) for r in by_model}
+        by_harness = sql(store, "SELECT harness, sum(cost_usd) AS usd FROM usage FINAL GROUP BY harness")
+        shown = {row[0]: row[3] for row in cells(view.query_one("#cost-by-harness", DataTable))}
+        assert shown == {r["harness"]: money(r["usd"]) for r in by_harness}
         turns = [float(t["cost_usd"]) for t in view.answer.turns]
         assert turns == sorted(turns, reverse=True) and len(turns) >= 5
         (total,) = sql(store, "SELECT sum(cost_usd) AS usd FROM usage FINAL")

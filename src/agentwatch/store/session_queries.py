@@ -103,6 +103,14 @@ _SESSION_AGENT_COUNTS = (
     "SELECT scope AS session_id, uniqExact(agent) AS agents FROM agents "
     "WHERE scope IN {ids:Array(String)} GROUP BY scope"
 )
+# Who ran the sessions of a list (the sessions view's `harness` column): their events from the
+# oldest session's start on, so the primary key (timestamp, id) bounds the read to the list's
+# window, and the session_id bloom filter (001_events.sql) skips the rest of it.
+_SESSION_HARNESSES = (
+    "SELECT session_id, arraySort(groupUniqArray(harness)) AS harnesses FROM events "
+    "WHERE session_id IN {ids:Array(String)} AND timestamp >= {since:DateTime64(3, 'UTC')} "
+    "GROUP BY session_id"
+)
 
 SESSION_EVENTS_PAGE = 5000
 
@@ -143,6 +151,12 @@ def session_alerts(session_id: str) -> Query:
 def session_agent_counts(ids: list[str]) -> Query:
     """How many agents each of the sessions `ids` had."""
     return Query(_SESSION_AGENT_COUNTS, {"ids": [str(i) for i in ids]})
+
+
+def session_harnesses(ids: list[str], since: str) -> Query:
+    """The harnesses (claude-code, codex, gemini-cli) whose events each of the sessions `ids` has,
+    from `since` (the oldest of their starts, 'YYYY-MM-DD HH:MM:SS.fff' UTC) on."""
+    return Query(_SESSION_HARNESSES, {"ids": [str(i) for i in ids], "since": since})
 
 
 # --- search ---------------------------------------------------------------------------------------

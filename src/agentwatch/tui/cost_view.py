@@ -1,9 +1,10 @@
 """The dashboard's cost view: the burn rate now, and what a window cost by agent, team, model and
-day, and its most expensive turns with their share, all from the store.
+day and harness (Claude Code, Codex CLI, Gemini CLI), and its most expensive turns with their
+share, all from the store.
 
 Burn rate and turns: store/cost_queries.py; the groupings: store/queries.py's `cost` (the cost
 rollups, which `agentwatch cost` reads too). The window (w, or 1-4) is whole UTC hours like the
-CLI's --since. By harness: not yet, the events carry no harness column on this version.
+CLI's --since.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from agentwatch.format import money, one_line
+from agentwatch.harnesses import CLAUDE_CODE
 from agentwatch.store import cost_queries, queries
 from agentwatch.tui.common import refill
 from agentwatch.tui.sources import HistorySource
 from agentwatch.tui.store_screen import StoreScreen, table
 
 WINDOWS = {"1h": 3600, "1d": 86_400, "7d": 7 * 86_400, "all": 0}
-GROUPS = ("agent", "team", "model", "day")
+GROUPS = ("agent", "team", "model", "day", "harness")
 REFRESH_SECONDS = 10.0
 
 
@@ -51,6 +53,7 @@ def group_cells(by: str, row: dict[str, Any]) -> tuple[Any, ...]:
         "team": str(row.get("team") or "(none)"),
         "model": str(row.get("model") or "(unknown)"),
         "day": str(row.get("day") or ""),
+        "harness": str(row.get("harness") or CLAUDE_CODE),
     }[by]
     tokens = sum(int(row.get(k) or 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens",
                                                "cache_write_5m_tokens", "cache_write_1h_tokens"))  # fmt: skip
@@ -58,7 +61,7 @@ def group_cells(by: str, row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 class CostScreen(StoreScreen):
-    """Burn rate now; cost by agent, team, model and day; the most expensive turns."""
+    """Burn rate now; cost by agent, team, model, day and harness; the most expensive turns."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),

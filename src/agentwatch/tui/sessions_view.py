@@ -17,14 +17,15 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Input
 
 from agentwatch.format import duration, money
+from agentwatch.harnesses import CLAUDE_CODE, SHORT
 from agentwatch.store import queries, session_queries
 from agentwatch.tui.common import refill
 from agentwatch.tui.sources import HistorySource
 from agentwatch.tui.store_screen import StoreScreen, table
 
 SESSIONS_MAX = 500
-COLUMNS = ("started (UTC)", "session", "agent", "agents", "team", "host", "took", "events", "calls", "err",
-           "cost", "cover", "outcome")  # fmt: skip
+COLUMNS = ("started (UTC)", "session", "agent", "agents", "harness", "team", "host", "took", "events",
+           "calls", "err", "cost", "cover", "outcome")  # fmt: skip
 
 
 def session_row(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -36,6 +37,7 @@ def session_row(row: dict[str, Any]) -> tuple[Any, ...]:
         str(row["session_id"])[:8],
         str(row.get("agent") or ""),
         str(row.get("agents") or 1),
+        "+".join(SHORT.get(h, h) for h in row.get("harnesses") or [CLAUDE_CODE]),
         str(row.get("team") or ""),
         str(row.get("host") or ""),
         duration(row.get("duration_ms")),
@@ -53,7 +55,9 @@ class SessionsScreen(StoreScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
-        Binding("slash", "focus_filter", "Filter", tooltip="by session, agent, team, host or outcome"),
+        Binding(
+            "slash", "focus_filter", "Filter", tooltip="by session, agent, harness, team, host or outcome"
+        ),
         Binding("r", "reload", "Refresh"),
     ]
 
@@ -80,8 +84,15 @@ class SessionsScreen(StoreScreen):
         rows = self.history.query(*queries.session_details(ids)).dicts()
         counts = self.history.query(*session_queries.session_agent_counts(ids)).dicts()
         agents = {str(r["session_id"]): int(r["agents"]) for r in counts}
+        starts = [r["started"] for r in rows if r.get("started") is not None]
+        since = f"{min(starts):%Y-%m-%d %H:%M:%S}.000" if starts else queries.EPOCH
+        harnesses = {
+            str(r["session_id"]): list(r["harnesses"])
+            for r in self.history.query(*session_queries.session_harnesses(ids, since)).dicts()
+        }
         for row in rows:
             row["agents"] = agents.get(str(row["session_id"]), 1)
+            row["harnesses"] = harnesses.get(str(row["session_id"]), [])
         return rows
 
     def show(self, answer: list[dict[str, Any]]) -> None:
@@ -90,7 +101,7 @@ class SessionsScreen(StoreScreen):
 
     def paint(self) -> None:
         words = self.text.lower().split()
-        keys = ("session_id", "agent", "team", "host", "outcome")
+        keys = ("session_id", "agent", "harnesses", "team", "host", "outcome")
         self.shown = [
             r for r in self.rows if all(any(w in str(r.get(k) or "").lower() for k in keys) for w in words)
         ]
