@@ -120,9 +120,9 @@ class Probes:
         return [self.latency.get(a, float("inf")) for a in agents]
 
 
-def demo_messages(count: int) -> list[tuple[str, bytes]]:
+def demo_messages(count: int, seed: int = 7) -> list[tuple[str, bytes]]:
     out: list[tuple[str, bytes]] = []
-    for subject, _, body in TeamSimulator(seed=7).messages():
+    for subject, _, body in TeamSimulator(seed=seed).messages():
         out.append((subject, body))
         if len(out) >= count:
             return out
