@@ -10,7 +10,7 @@ with no stream for genie.> and a core subscriber on genie.> (the hook must not w
 stream will send; the subscriber must receive every event once); and the bus down (connection
 refused: the event goes to the spool).
 
-    python benchmarks/emit_bench.py [--runs 60] [--harnesses-only]
+    python benchmarks/emit_bench.py [--runs 60] [--harnesses-only | --breakdown]
 
 A fourth scenario, the bus up, is a Stop event on a 20 MB transcript read incrementally: a
 generated transcript of realistic assistant lines (text and tool-use blocks, one API response
@@ -24,6 +24,9 @@ down: both CLIs wait for their hooks.
 
 Prints the median of each and the median ratio; the target is at most 1.0x of the bare
 interpreter with the bus up and down, and 1.5x for Codex's and Gemini's events.
+
+`--breakdown` prints instead where the hook's time goes, against the budget: what `site` adds to
+`python -c pass` (emit_breakdown.py).
 """
 
 from __future__ import annotations
@@ -369,6 +372,11 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="only where the hook's time goes, against the budget `site` leaves it (emit_breakdown.py)",
+    )
+    parser.add_argument(
         "--harnesses-only",
         action="store_true",
         help="only Codex's and Gemini's events (bus up and down), not Claude Code's scenarios",
@@ -389,6 +397,9 @@ def main() -> None:
     if args.harnesses_only:
         with tempfile.TemporaryDirectory() as tmp:
             report(args.runs, harness_scenarios(args.runs, server, tmp))
+        return
+    if args.breakdown:
+        print("\n".join(parts_of_the_hook(args.runs, server, payload)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         # JetStream with the GENIE stream, as `agentwatch up` runs it: the hook waits for the
@@ -442,6 +453,24 @@ def main() -> None:
     print(f"Stop scenario: {stop_note}")
     print(f"core subscriber received {received} of {expected} events (each once: {received == expected})")
     print("target: median ratio <= 1.00x with the bus up and down; <= 1.5x for Codex's and Gemini's events")
+
+
+def parts_of_the_hook(runs: int, server: str, payload: bytes) -> list[str]:
+    """emit_breakdown's report, the bus up (the GENIE stream) and down, each in its data dir."""
+    from emit_breakdown import breakdown, envs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, port = start_server(server, f"{tmp}/js")
+        try:
+            make_stream(f"nats://127.0.0.1:{port}")
+            up = envs(f"{tmp}/up", f"nats://127.0.0.1:{port}")
+            down = envs(f"{tmp}/down", f"nats://127.0.0.1:{free_port()}")
+            lines = breakdown(runs, payload, up, down)
+            if Path(f"{tmp}/up/spool/queue").exists():
+                sys.exit("the hook spooled with the bus up: it did not get the stream's acknowledgements")
+            return lines
+        finally:
+            stop(proc)
 
 
 def report(runs: int, rows: list[tuple[str, tuple[float, float, float]]]) -> None:

@@ -330,11 +330,12 @@ ENV_MARK = "[REDACTED:env:{}]"
 def environment_secrets(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """(name, value) of the variables in `environ` whose name says they hold a secret, longest
     value first (so a value that contains another is replaced whole)."""
-    found = [
-        (name, value)
-        for name, value in environ.items()
-        if len(value) >= MIN_SECRET_CHARS and any(part in name.upper() for part in SECRET_NAME_PARTS)
-    ]
+    found = []
+    for name, value in environ.items():
+        if len(value) >= MIN_SECRET_CHARS:
+            upper = name.upper()
+            if any(part in upper for part in SECRET_NAME_PARTS):
+                found.append((name, value))
     found.sort(key=lambda item: -len(item[1]))
     return found
 

@@ -229,7 +229,7 @@ def test_stdin_is_read_straight_into_the_in_flight_file_from_a_pipe_or_a_socket(
     for kind, size in (("pipe", 10), ("pipe", 900_000), ("socket", 200_000)):
         got = _capture_in_child(tmp_path / kind / str(size), kind, size)
         assert got["same"], (kind, size)
-        header = '#stdin +{"at": 1}\n'
+        header = f'#stdin +{size:012d}{{"at": 1}}\n'  # complete, the size of the stdin it kept
         assert got["head"] == (header + "x" * 20)[:20] and got["kept"] == len(header) + size, (kind, got)
 
 

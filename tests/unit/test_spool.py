@@ -39,20 +39,64 @@ def test_a_deadline_just_after_the_close_leaves_no_temporary_file(
     assert not [name for name in left if name.endswith(".tmp")], left
 
 
-def test_held_messages_replace_the_capture_whole(tmp_path: Path) -> None:
-    spool = Spool(str(tmp_path / "spool"))
-    held = spool.hold(MESSAGES)
-    assert Path(held).read_bytes() == b'genie.agent.a.response 01ID {"id":"01ID"}\n'
-    assert os.listdir(tmp_path / "spool" / "inflight") == [str(os.getpid())]
+def test_held_messages_follow_the_capture_in_its_file(tmp_path: Path) -> None:
+    """The messages are added to the run's own in-flight file (no second file, no rename), and a
+    recovery of that file queues them as they are, not messages made again from the stdin."""
+    spool = Spool(str(tmp_path / "spool"), rebuild=lambda header, raw: [("genie.x", "02NEW", b"{}")])
+    capture, raw = _capture(spool, b'{"hook_event_name": "Stop"}')
+    held = spool.hold(MESSAGES, capture)
+    assert held == capture and os.listdir(tmp_path / "spool" / "inflight") == [str(os.getpid())]
+    data = Path(held).read_bytes()
+    assert data.startswith(b"#stdin =") and data.endswith(
+        raw + b'genie.agent.a.response 01ID {"id":"01ID"}\n'
+    )
+    Path(held).rename(Path(held).with_name(str(DEAD)))
+    assert spool.recover() == 1
+    assert (tmp_path / "spool" / "queue").read_bytes() == b'genie.agent.a.response 01ID {"id":"01ID"}\n'
 
 
-def test_a_retired_file_is_neither_in_flight_nor_recovered(tmp_path: Path) -> None:
-    """Confirmed messages are renamed over one retired file (a deletion would wait for the disk
-    write a rename over another file starts): the spool is empty, and nothing is queued again."""
+def test_a_run_killed_while_it_added_its_messages_is_rebuilt_from_its_stdin(tmp_path: Path) -> None:
+    """Killed with part of its messages written after its capture (not yet marked HELD): the
+    recovery makes the messages from the stdin the capture's size says, without those bytes."""
+    seen: list[bytes] = []
+
+    def rebuild(header: bytes, raw: bytes) -> list[tuple[str, str, bytes]]:
+        seen.append(raw)
+        return [("genie.agent.a.response", "02NEW", b'{"id":"02NEW"}')]
+
+    spool = Spool(str(tmp_path / "spool"), rebuild=rebuild)
+    capture, raw = _capture(spool, b'{"hook_event_name": "Stop"}')
+    with open(capture, "ab") as f:
+        f.write(b"genie.agent.a.response 01ID {")
+    Path(capture).rename(Path(capture).with_name(str(DEAD)))
+    assert spool.recover() == 1
+    assert seen == [raw]
+    assert (tmp_path / "spool" / "queue").read_bytes() == b'genie.agent.a.response 02NEW {"id":"02NEW"}\n'
+
+
+def test_confirmed_messages_leave_nothing_in_flight_nor_to_recover(tmp_path: Path) -> None:
+    """Confirmed messages are deleted: the spool is empty, and nothing is queued again."""
     spool = Spool(str(tmp_path / "spool"), rebuild=lambda header, raw: [])
-    spool.retire(spool.hold(MESSAGES))
-    spool.retire(spool.hold(MESSAGES))
-    assert os.listdir(tmp_path / "spool" / "inflight") == [".retired"]
+    for _ in range(2):
+        capture, _ = _capture(spool, b'{"hook_event_name": "Stop"}')
+        spool.release(spool.hold(MESSAGES, capture))
+    spool.release(spool.hold(MESSAGES))  # a run whose stdin was not captured
+    assert os.listdir(tmp_path / "spool" / "inflight") == []
     assert spool.is_empty()
     assert spool.recover() == 0
     assert not (tmp_path / "spool" / "queue").exists()
+
+
+DEAD = 2**22 + 17  # above the kernel's largest pid: no process has it
+
+
+def _capture(spool: Spool, payload: bytes) -> tuple[str, bytes]:
+    """This process's capture of `payload`, as the hook reads its stdin."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, payload)
+    os.close(write_end)
+    try:
+        raw, path = spool.capture_stdin(read_end, b"{}")
+    finally:
+        os.close(read_end)
+    return path, raw

@@ -261,7 +261,8 @@ def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
                     if ln.split(" ", 1)[0] != server]  # fmt: skip
     except OSError:
         kept = []
-    kept.append(f"{server} {int(stream)} {time.time():.0f}")
+    # Not rounded: a time rounded up lies ahead of the next run's clock, which then knew nothing.
+    kept.append(f"{server} {int(stream)} {time.time():.3f}")
     tmp = f"{path}.{posix.getpid()}"
     try:
         fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
@@ -427,7 +428,7 @@ def run(
         if publisher is not None:
             publisher.close()
         return _spool(environ, spool, raw, encoded, held, exc, remember)
-    spool.retire(held)
+    spool.release(held)
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
         if not spool.is_empty():

@@ -5,10 +5,14 @@ One append-only file of lines `SUBJECT ID BODY` (BODY is the envelope's one-line
 for the single write of their lines, so lines never interleave. The spool is bounded: an append
 that would grow it past its cap is refused (and the hook logs the drop).
 
-Before a hook sends anything it writes its messages to a file of their own under `inflight/`
-(named by its pid), and removes it once the bus confirmed them: a hook killed at any moment
-after that, even by SIGKILL, leaves the file behind, and the next flush (a hook's drain, or
-`agentwatch spool flush`) moves the files of processes that are gone into the queue.
+A hook reads its stdin straight into a file of its own under `inflight/` (named by its pid),
+adds its messages to that file before it sends anything, and deletes the file once the bus
+confirmed them: a hook killed at any moment after that, even by SIGKILL, leaves the file behind,
+and the next flush (a hook's drain, or `agentwatch spool flush`) moves the files of processes
+that are gone into the queue. One file per run, written in place: creating a second one and
+renaming it over the first cost a run about 0.35 ms here, and ext4 starts writing a file renamed
+over another to disk at once, which the next rename or deletion then waited for (milliseconds on
+a busy disk).
 
 A flusher takes a separate lock (only one flushes at a time; a hook that finds it taken just
 skips flushing), reads from the committed position, publishes a chunk, waits for the server's
@@ -39,17 +43,21 @@ CHUNK_BYTES = 256 * 1024
 # An in-flight file older than this is recovered even if a process with its pid is alive (the
 # pid was reused): no hook run lives that long.
 INFLIGHT_STALE_S = 120.0
-# The first bytes of an in-flight file that holds a hook's stdin as read (not yet its messages),
-# then one byte: READING while stdin is read into it, COMPLETE once its end was reached. (A capture
-# written by an earlier version has neither: its header follows the mark, whole.)
+# The first bytes of an in-flight file that holds a hook's stdin as read, then one byte: READING
+# while stdin is read into it, COMPLETE once its end was reached, HELD once the run's messages
+# follow it; then the size of the stdin kept (RAW_DIGITS digits, zeros while READING), the
+# header, a newline, the stdin, and (HELD) the messages' lines. (A capture written by an earlier
+# version has no size, and no state byte before that: its header follows the mark, whole.)
 RAW_MARK = b"#stdin "
-READING, COMPLETE = b"-", b"+"
+READING, COMPLETE, HELD = b"-", b"+", b"="
+RAW_DIGITS = 12
 # Stdin up to this size goes to disk as it is read (almost every hook payload is far smaller). A
 # larger one is kept once its messages are made: writing and reading back tens of megabytes costs
 # a run more than its deadline allows on a busy machine.
 CAPTURE_MAX_BYTES = 1 << 20
-# Where an in-flight file goes once its messages are confirmed or queued (see Spool.retire).
-RETIRED = ".retired"
+# The in-flight file of a run whose stdin was not captured (too large, or the disk refused it):
+# its messages alone, written whole as `PID.held.tmp`, then renamed.
+HELD_SUFFIX = ".held"
 
 
 class SpoolStatus:
@@ -77,16 +85,15 @@ class Spool:
         self._pos_path = f"{directory}/queue.pos"
         self._lock_path = f"{directory}/flush.lock"
         self.inflight = f"{directory}/inflight"
-        self._retired = f"{self.inflight}/{RETIRED}"
         # Makes the messages of a hook run killed before it made them, from its captured stdin:
         # (capture header, stdin) -> messages. Without it such captures wait for one who can.
         self.rebuild = rebuild
 
     # -- in flight (the hook, before it sends) -----------------------------------------------
 
-    def _write_inflight(self, data: bytes, path: str | None = None) -> str:
-        """Write this process's in-flight file (atomically when it replaces one); its path."""
-        path = path or f"{self.inflight}/{posix.getpid()}"
+    def _write_inflight(self, data: bytes, path: str) -> str:
+        """Write the in-flight file `path` whole (as `path.tmp`, then renamed to `path`, a name
+        nothing has: see the module's docstring); its path."""
         tmp = path + ".tmp"
         fd = -1
         try:  # from before the open: a deadline right after it still removes the file
@@ -95,15 +102,13 @@ class Spool:
             except FileNotFoundError:
                 _makedirs(self.inflight)
                 fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[posix.write(fd, view) :]
+            _write_all(fd, data)
             # Forgotten before it is closed: a deadline between the two must not close it twice
             # (EBADF, raised in place of the deadline, left the temporary file behind).
             written, fd = fd, -1
             posix.close(written)
-            posix.replace(tmp, path)
-        except BaseException:  # the deadline or a stop, mid-write: what it replaced is still there
+            posix.rename(tmp, path)
+        except BaseException:  # the deadline or a stop, mid-write
             if fd >= 0:
                 posix.close(fd)
             self.release(tmp)
@@ -124,11 +129,11 @@ class Spool:
             _makedirs(self.inflight)
             fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC, 0o600)
         try:
-            start = posix.write(fd, RAW_MARK + READING + header + b"\n")
+            start = posix.write(fd, RAW_MARK + READING + b"0" * RAW_DIGITS + header + b"\n")
             size, unwritten = _drain(stdin, fd, CAPTURE_MAX_BYTES)
             raw = posix.pread(fd, size, start)
             if unwritten is None:
-                posix.pwrite(fd, COMPLETE, len(RAW_MARK))
+                posix.pwrite(fd, COMPLETE + b"%0*d" % (RAW_DIGITS, size), len(RAW_MARK))
                 return raw, path
         finally:
             posix.close(fd)
@@ -142,24 +147,24 @@ class Spool:
         return b"".join(chunks), ""
 
     def hold(self, messages: list[Message], held: str = "") -> str:
-        """Put `messages` in this process's in-flight file (in place of its capture) before they
-        are sent; its path."""
-        return self._write_inflight(_lines(messages), held or None)
+        """Put `messages` in this process's in-flight file before they are sent: after its
+        capture `held` (marked HELD once they are all written), or in a file of their own when
+        its stdin was not captured; the file's path."""
+        if not held:
+            return self._write_inflight(_lines(messages), f"{self.inflight}/{posix.getpid()}{HELD_SUFFIX}")
+        fd = posix.open(held, posix.O_WRONLY)
+        try:
+            _write_all(fd, _lines(messages), posix.lseek(fd, 0, 2))  # SEEK_END
+            posix.pwrite(fd, HELD, len(RAW_MARK))
+        finally:
+            posix.close(fd)
+        return held
 
     def release(self, held: str) -> None:
-        """The bus confirmed what `held` holds: forget it."""
+        """The bus confirmed what `held` holds, or the queue took it: forget it. (Deleted: it was
+        never renamed over another file, so ext4 has not begun writing it out, and nothing waits.)"""
         try:  # noqa: SIM105 - contextlib would cost the hook an import
             posix.unlink(held)
-        except FileNotFoundError:
-            pass
-
-    def retire(self, held: str) -> None:
-        """The bus confirmed what `held` holds, or the queue took it: forget it. It is renamed over
-        the one retired file rather than deleted: ext4 starts writing a file renamed over another
-        to disk at once (as hold's is), and deleting it would wait for that write, up to
-        milliseconds on a busy disk; the file it replaces was written long since."""
-        try:  # noqa: SIM105 - contextlib would cost the hook an import
-            posix.replace(held, self._retired)
         except FileNotFoundError:
             pass
 
@@ -168,7 +173,7 @@ class Spool:
         False when the spool is full (the messages are then dropped)."""
         kept = self.append(messages)
         if held:
-            self.retire(held)
+            self.release(held)
         return kept
 
     def recover(self) -> int:
@@ -180,7 +185,7 @@ class Spool:
         moved = 0
         now = time.time()
         for name in names:
-            if name.startswith("."):  # the retired file
+            if name.startswith("."):  # an earlier version's retired file (confirmed messages)
                 continue
             path = f"{self.inflight}/{name}"
             try:
@@ -188,7 +193,7 @@ class Spool:
                     continue
                 if name.endswith(".unreadable"):
                     continue
-                if name.endswith(".tmp"):  # a write that never finished: what it replaced is there
+                if name.endswith(".tmp"):  # a write that never finished
                     self.release(path)
                     continue
                 # Claimed by a rename, so two recovering processes never queue it twice; a claim
@@ -207,13 +212,15 @@ class Spool:
         non-blocking), and mark it complete if its end was reached."""
         fd = posix.open(f"{self.inflight}/{posix.getpid()}", posix.O_RDWR)
         try:
+            start = posix.pread(fd, 65536, 0).find(b"\n") + 1
             posix.lseek(fd, 0, 2)  # SEEK_END
             try:
                 _, unwritten = _drain(stdin, fd)
             except BlockingIOError:  # the writer is not done: the capture stays marked READING
                 return
-            if unwritten is None:
-                posix.pwrite(fd, COMPLETE, len(RAW_MARK))
+            if unwritten is None and start > 0:
+                size = posix.lseek(fd, 0, 1) - start  # SEEK_CUR: the end
+                posix.pwrite(fd, COMPLETE + b"%0*d" % (RAW_DIGITS, size), len(RAW_MARK))
         finally:
             posix.close(fd)
 
@@ -230,10 +237,10 @@ class Spool:
 
     def _requeue(self, claimed: str, data: bytes) -> int:
         """Queue what one in-flight file holds; how many messages."""
-        if data.startswith(RAW_MARK):
+        header, raw, held = _split_capture(data) if data.startswith(RAW_MARK) else (b"", b"", data)
+        if held is None:
             if self.rebuild is None:
                 return 0  # left for a recovery that can make its messages
-            header, _, raw = data[len(RAW_MARK) :].partition(b"\n")
             if header.startswith(READING) and not raw:  # stopped before a byte came: nothing to keep
                 self.release(claimed)
                 return 0
@@ -243,7 +250,7 @@ class Spool:
                 posix.replace(claimed, claimed + ".unreadable")
                 return 0
         else:
-            complete = data[: data.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
+            complete = held[: held.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
         if complete:
             self._append_raw(complete)
         self.release(claimed)
@@ -456,6 +463,29 @@ def _drain(src: int, dst: int, limit: int = 1 << 62) -> tuple[int, bytes | None]
         except OSError:
             return size, bytes(view)
     return size, None
+
+
+def _split_capture(data: bytes) -> tuple[bytes, bytes, bytes | None]:
+    """A capture's header as its run's rebuild takes it (the state byte, then the JSON), its
+    stdin, and the messages its run kept after it (None when it kept none)."""
+    line, _, rest = data[len(RAW_MARK) :].partition(b"\n")
+    digits = line[1 : 1 + RAW_DIGITS]
+    if line[:1] not in (READING, COMPLETE, HELD) or len(digits) != RAW_DIGITS or not digits.isdigit():
+        return line, rest, None  # an earlier version's capture: the stdin is the rest
+    header = line[:1] + line[1 + RAW_DIGITS :]
+    if line[:1] == READING:
+        return header, rest, None  # killed while it read: what it read is the rest
+    size = int(digits)
+    return header, rest[:size], (rest[size:] if line[:1] == HELD else None)
+
+
+def _write_all(fd: int, data: bytes, at: int = -1) -> None:
+    """Write `data` to `fd` (at its position, or at offset `at`), however many calls it takes."""
+    view = memoryview(data)
+    while view:
+        written = posix.write(fd, view) if at < 0 else posix.pwrite(fd, view, at)
+        view = view[written:]
+        at = at + written if at >= 0 else at
 
 
 def _makedirs(path: str) -> None:

@@ -12,7 +12,6 @@ that would cost the hook a noticeable share of its start-up time.
 from __future__ import annotations
 
 import _socket
-import errno
 import posix
 import time
 
@@ -90,16 +89,15 @@ class Connection:
             sock.setblocking(False)
             try:
                 sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
-                code = sock.connect_ex(addr)
+                sock.connect(addr)
+            except BlockingIOError:  # EINPROGRESS (the `errno` module costs the hook 0.08 ms)
+                pass
             except OSError as exc:
-                code = -1
+                sock.close()
                 self._errors.append(str(exc))
-            if code in (0, errno.EINPROGRESS):
-                self._sock = sock
-                return
-            sock.close()
-            if code > 0:
-                self._errors.append(f"[Errno {code}] {posix.strerror(code)}")
+                continue
+            self._sock = sock
+            return
         self._refused = BusError(f"cannot connect to {self.url.display()}: {'; '.join(self._errors)}")
 
     def greet(self) -> None:
