@@ -8,13 +8,21 @@ agents over 30 days, sessions of 200 events (a prompt, tool calls and their resu
 failures, a Stop), 12 tools, one message per 100 events between agents of a team, one API message
 per 20 events.
 
+With --same-rate, the largest size spans the 30 days and each smaller one as many days as it
+holds at the same rate (1M events: 3 days): a window of the last hour or day then holds the same
+events at every size, and its growth with the size is what the rest of the history costs it.
+
 Every query runs --runs times (after one warm-up); the table gives the median per size and the
-growth from the smallest size to each larger one.
+growth from the smallest size to each larger one. Besides the dashboard's queries and every SQL
+block of docs/queries.md: what a person writes against the documented views for a window (the
+last hour or day of `tool_calls`, `events`, `messages`, `usage`; the newest 200 `session_costs`).
 
-    python benchmarks/history_bench.py [--sizes 1000000,10000000] [--runs 5] [--dir DIR] [--only REGEX]
+    python benchmarks/history_bench.py [--sizes 1000000,10000000] [--same-rate] [--runs 5] [--dir DIR]
+        [--only REGEX]
 
-With --dir, a history built there before (same size) is timed again as it is, after the schema's
-newer migrations (whose backfills fill their rollups from it).
+With --dir, a history built there before (same size and span) is timed again as it is, after the
+schema's newer migrations (whose backfills fill their rollups from it). Its times are relative to
+when it was built: the last hour of a history built an hour ago is empty.
 """
 
 from __future__ import annotations
@@ -98,10 +106,10 @@ SELECT
 FROM (SELECT number * 20 + {start} AS n FROM numbers({count}))"""
 
 
-def build(client: Any, total: int) -> float:
+def build(client: Any, total: int, days: float) -> float:
     """Fill the history; returns the seconds it took."""
     started = time.perf_counter()
-    span_ms = DAYS * 86_400_000
+    span_ms = int(days * 86_400_000)
     for start in range(0, total, BLOCK):
         count = min(BLOCK, total - start)
         values = {"start": start, "count": count, "total": total, "span_ms": span_ms,
@@ -129,6 +137,64 @@ def documented() -> list[tuple[str, str]]:
             seen = sum(1 for t, _ in found if t.startswith(name))
             found.append((name + (f" ({seen + 1})" if seen else ""), match.group(2).strip().rstrip(";")))
     return found
+
+
+# What a person writes against the documented views for a window (docs/queries.md's table).
+_WINDOW_TOOLS = (
+    "SELECT tool, count() AS calls, quantiles(0.5, 0.95)(duration_ms) AS p50_p95 FROM tool_calls "
+    "WHERE started >= now64(3) - INTERVAL {interval} GROUP BY tool"
+)
+_NEWEST_COSTS = (
+    "SELECT * FROM session_costs WHERE session_id IN (SELECT session_id FROM session_cost "
+    "GROUP BY session_id ORDER BY max(last_at) DESC LIMIT 200) ORDER BY last_at DESC"
+)
+
+
+def windows() -> list[tuple[str, queries.Query | SessionsTwoStep]]:
+    asked = [
+        ("tool_calls 1h, per tool p50 p95", _WINDOW_TOOLS.format(interval="1 HOUR")),
+        ("tool_calls 1d, per tool p50 p95", _WINDOW_TOOLS.format(interval="1 DAY")),
+        (
+            "tool_calls 1d, slowest 100",
+            "SELECT * FROM tool_calls WHERE started >= now64(3) - INTERVAL 1 DAY "
+            "ORDER BY duration_ms DESC LIMIT 100",
+        ),
+        (
+            "tool_calls 1h, failed",
+            "SELECT * FROM tool_calls WHERE started >= now64(3) - INTERVAL 1 HOUR AND status != 'ok'",
+        ),
+        (
+            "events 1h, newest 100",
+            "SELECT * FROM events FINAL WHERE timestamp >= now64(3) - INTERVAL 1 HOUR "
+            "ORDER BY timestamp DESC LIMIT 100",
+        ),
+        (
+            "events 1d, per agent",
+            "SELECT agent, count() AS events, countIf(event = 'PostToolUseFailure') AS failures "
+            "FROM events FINAL WHERE timestamp >= now64(3) - INTERVAL 1 DAY GROUP BY agent",
+        ),
+        (
+            "messages 1d, per pair",
+            "SELECT from_agent, to_agent, count() AS messages FROM messages FINAL "
+            "WHERE timestamp >= now64(3) - INTERVAL 1 DAY GROUP BY from_agent, to_agent",
+        ),
+        (
+            "usage 1h, per model",
+            "SELECT model, count() AS api_calls, sum(cost_usd) AS usd FROM usage FINAL "
+            "WHERE timestamp >= now64(3) - INTERVAL 1 HOUR GROUP BY model",
+        ),
+        (
+            "usage 1d, per model",
+            "SELECT model, count() AS api_calls, sum(cost_usd) AS usd FROM usage FINAL "
+            "WHERE timestamp >= now64(3) - INTERVAL 1 DAY GROUP BY model",
+        ),
+        ("session_costs newest 200 (docs' way)", _NEWEST_COSTS),
+        (
+            "session_costs newest 200 (ORDER BY)",
+            "SELECT * FROM session_costs ORDER BY last_at DESC LIMIT 200",
+        ),
+    ]
+    return [(title, queries.Query(sql)) for title, sql in asked]
 
 
 # Per-call questions of a window (the engine's time: a few rows come back, not every call).
@@ -214,15 +280,50 @@ def time_query(client: Any, work: queries.Query | SessionsTwoStep, runs: int) ->
     return statistics.median(times) * 1000
 
 
-def settle(client: Any, limit_s: float = 300) -> float:
-    """Wait until the engine's background merges of the fresh history are done (a live store's
-    parts are merged as they come; timing during the merges measures the merges): seconds waited."""
+def settle(client: Any, limit_s: float = 600) -> float:
+    """Wait until the engine's background merges of the fresh history are done, and the
+    migrations' mutations (an index or projection built for the rows stored before): a live
+    store's parts are merged as they come, and timing during the merges measures the merges.
+    Returns the seconds waited."""
     started = time.perf_counter()
+    busy = (
+        "SELECT (SELECT count() FROM system.merges) + "
+        "(SELECT count() FROM system.mutations WHERE database = currentDatabase() AND NOT is_done)"
+    )
     while time.perf_counter() - started < limit_s:
-        if not client.query("SELECT count() FROM system.merges").result_rows[0][0]:
+        if not client.query(busy).result_rows[0][0]:
             break
         time.sleep(1)
     return time.perf_counter() - started
+
+
+def open_history(base: Path, root: Any, size: int, days: float, reuse: bool) -> Any:
+    """A client on the history of `size` events over `days` days in `base`: migrated and reused
+    when it is there (with --dir), else built."""
+    name = f"history_{size}" if days == DAYS else f"history_{size}_{days:g}d"
+    root.command(f"CREATE DATABASE IF NOT EXISTS {name}")
+    client = clickhouse_connect.get_client(dsn=f"chdb://{base}", database=name)
+    started = time.perf_counter()
+    applied = apply_migrations(client)
+    held = stored(client)
+    if reuse and held == size:
+        # A history this script built before in --dir: timed again as it is, after the
+        # migrations added since (their backfills) if any.
+        took = time.perf_counter() - started
+        migrated = f", after {', '.join(applied)} ({took:.0f} s)" if applied else ""
+        age = client.query("SELECT dateDiff('minute', max(timestamp), now64(3)) FROM events").result_rows[0][
+            0
+        ]
+        print(f"reusing the {size:,} events in {base / name}{migrated}; its newest is {age} minutes old")
+        return client
+    if held:
+        raise SystemExit(f"{base / name} holds {held:,} events, not {size:,}: give another --dir")
+    seconds = build(client, size, days)
+    print(
+        f"built {size:,} events over {days:g} days in {seconds:.0f} s ({size / seconds:,.0f} events/s, "
+        "rollups included)"
+    )
+    return client
 
 
 def main() -> int:
@@ -235,6 +336,9 @@ def main() -> int:
         "--dir", type=Path, default=None, help="where the engine's data goes (a temporary dir)"
     )
     parser.add_argument("--only", default="", help="time only the queries whose title matches this regex")
+    parser.add_argument(
+        "--same-rate", action="store_true", help="every size at the largest's rate (it spans the 30 days)"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     base = args.dir or Path(tempfile.mkdtemp(prefix="history-bench-"))
@@ -242,6 +346,7 @@ def main() -> int:
     free = shutil.disk_usage(base).free
     root = clickhouse_connect.get_client(dsn=f"chdb://{base}")
     work: list[tuple[str, queries.Query | SessionsTwoStep]] = [
+        *windows(),
         *dashboard(),
         *((t, queries.Query(sql)) for t, sql in documented()),
     ]
@@ -252,25 +357,8 @@ def main() -> int:
             print(f"skipping {size:,} events: about {size * BYTES_PER_EVENT * 2 / 1e9:.1f} GB needed, "
                   f"{free / 1e9:.1f} GB free")  # fmt: skip
             continue
-        name = f"history_{size}"
-        root.command(f"CREATE DATABASE IF NOT EXISTS {name}")
-        client = clickhouse_connect.get_client(dsn=f"chdb://{base}", database=name)
-        started = time.perf_counter()
-        applied = apply_migrations(client)
-        held = stored(client)
-        if args.dir is not None and held == size:
-            # A history this script built before in --dir: timed again as it is, after the
-            # migrations added since (their backfills) if any.
-            took = time.perf_counter() - started
-            migrated = f", after {', '.join(applied)} ({took:.0f} s)" if applied else ""
-            print(f"reusing the {size:,} events in {base / name}{migrated}")
-        else:
-            if held:
-                raise SystemExit(f"{base / name} holds {held:,} events, not {size:,}: give another --dir")
-            seconds = build(client, size)
-            print(
-                f"built {size:,} events in {seconds:.0f} s ({size / seconds:,.0f} events/s, rollups included)"
-            )
+        days = DAYS * size / max(sizes) if args.same_rate else DAYS
+        client = open_history(base, root, size, days, reuse=args.dir is not None)
         kept.append(size)
         print(f"background merges settled after {settle(client):.0f} s")
         search = session_queries.search(NEEDLE)

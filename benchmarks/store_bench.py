@@ -172,8 +172,10 @@ def session(
         yield subject, t.headers, rest
 
 
-def backlog(events: int, long_session: int, pool: list[Template], seed: int = 27) -> Iterator[Envelope]:
-    """The backlog's envelopes, sessions interleaved, ids and timestamps fresh and in order."""
+def backlog(events: int, long_session: int, pool: list[Template], seed: int = 27, *,
+            rate: float = FLEET_RATE, start: float | None = None) -> Iterator[Envelope]:  # fmt: skip
+    """The backlog's envelopes, sessions interleaved, ids and timestamps fresh and in order:
+    `rate` a second, from `start` (by default, ending now)."""
     rng = random.Random(seed)  # noqa: S311 - a benchmark's repeatable draw, not a secret
     lengths = session_lengths(events, rng)
     if long_session:
@@ -181,7 +183,7 @@ def backlog(events: int, long_session: int, pool: list[Template], seed: int = 27
     waiting = [session(n, HOSTS[i % len(HOSTS)], pool, rng) for i, n in enumerate(lengths)]
     waiting.reverse()
     active = [waiting.pop() for _ in range(min(CONCURRENT_SESSIONS, len(waiting)))]
-    clock = time.time() - (events + long_session) / FLEET_RATE
+    clock = time.time() - (events + long_session) / rate if start is None else start
     n = 0
     while active:
         for gen in list(active):
@@ -192,7 +194,7 @@ def backlog(events: int, long_session: int, pool: list[Template], seed: int = 27
                     active.append(waiting.pop())
                 continue
             subject, headers, rest = item
-            now = clock + n / FLEET_RATE
+            now = clock + n / rate
             n += 1
             event_id = new_event_id(now)
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"

@@ -151,9 +151,27 @@ def utc_datetime(value: object) -> dt.datetime | None:
 
 
 def utc_seconds(value: object) -> float | None:
-    """utc_datetime() as Unix seconds; None when it is no time."""
+    """utc_datetime() as Unix seconds; None when it is no time. The wire's own form
+    (`2026-11-24T09:00:00.123Z`, every envelope's) is read from its second, parsed once per
+    second, and its milliseconds: the same value for a fraction of the cost, on every event the
+    watchdog and the dashboard take."""
+    if type(value) is str and len(value) == 24 and value[19] == "." and value[23] == "Z":
+        ms = value[20:23]
+        if ms.isascii() and ms.isdigit():
+            whole = _SECONDS.get(value[:19])
+            if whole is None:
+                when = utc_datetime(value[:19] + "Z")
+                if when is None:
+                    return None
+                if len(_SECONDS) >= 10_000:
+                    _SECONDS.clear()
+                whole = _SECONDS[value[:19]] = round(when.timestamp()) * 1000
+            return (whole + int(ms)) / 1000  # as datetime.timestamp() divides: the same float
     when = utc_datetime(value)
     return None if when is None else when.timestamp()
+
+
+_SECONDS: dict[str, int] = {}  # "2026-11-24T09:00:00" -> its Unix time in milliseconds
 
 
 def tool_counts(tools: Iterable[str]) -> str:

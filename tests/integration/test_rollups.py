@@ -13,7 +13,7 @@ import orjson
 import pytest
 from clickhouse_connect.driver.client import Client
 
-from agentwatch.store import agents_sql, queries
+from agentwatch.store import agents_sql, queries, writes
 from agentwatch.store.migrations import (
     MIGRATIONS_TABLE,
     SCHEMA_DIR,
@@ -225,12 +225,14 @@ def test_backfill_on_an_existing_store_equals_rollups_filled_live(chdb_database:
 
 
 def test_the_call_rollup_backfill_on_a_store_with_call_events_equals_it_filled_live(
-    chdb_database: Client,
+    chdb_database: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """010 on a store that ran 009: call_rollup is filled from call_events, which goes."""
     events, messages = split(history())
     store_before_rollups(chdb_database, before=10)
-    insert_batch(chdb_database, events, messages)  # the 009 write path: call_events filled live
+    with monkeypatch.context() as m:  # the 009 write path (into `events`: no events_in yet)
+        m.setattr(writes, "EVENTS_TABLE", "events")
+        insert_batch(chdb_database, events, messages)  # call_events filled live
     assert count(chdb_database, "SELECT count() FROM call_events") > 10
     assert apply_migrations(chdb_database) == [name for version, name, _ in migrations() if version >= 10]
     tables = "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'call_%'"

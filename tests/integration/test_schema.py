@@ -190,6 +190,32 @@ def test_tables_have_the_documented_engines(store: Client) -> None:
     assert types["agent"] == "LowCardinality(String)"
 
 
+def test_events_in_has_every_column_of_events(store: Client) -> None:
+    """The store inserts into events_in (016), whose view fills `events`: a column of `events`
+    missing there would be dropped from every envelope without an error (unknown fields are
+    skipped), so each one is there, as plain String where `events` has LowCardinality(String),
+    with the same default, and the view passes it on."""
+
+    def columns(table: str) -> dict[str, tuple[str, str, str]]:
+        result = store.query(
+            "SELECT name, type, default_kind, default_expression FROM system.columns"
+            " WHERE database = currentDatabase() AND table = {t:String}",
+            parameters={"t": table},
+        )
+        return {name: (kind, expr, str(typ)) for name, typ, kind, expr in result.result_rows}
+
+    events, landing = columns("events"), columns("events_in")
+    del events["stored_at"]  # the time of the insert into `events`: its own default
+    assert set(landing) == set(events)
+    for name, (kind, expr, typ) in events.items():
+        assert landing[name] == (kind, expr, typ.replace("LowCardinality(String)", "String")), name
+    view = store.query(
+        "SELECT as_select FROM system.tables WHERE database = currentDatabase() AND name = 'events_in_mv'"
+    ).result_rows[0][0]
+    passed = view.split("SELECT", 1)[1].split("FROM", 1)[0]
+    assert {c.strip() for c in passed.split(",")} == set(events)
+
+
 # --- inserts ----------------------------------------------------------------------------------
 
 

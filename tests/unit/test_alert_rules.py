@@ -58,3 +58,24 @@ def test_the_same_condition_has_the_same_id_after_a_restart() -> None:
             engine.observe(e)
         ids.append([a["id"] for a in engine.tick(100)])
     assert ids[0] == ids[1] and len(ids[0]) == 1
+
+
+def test_the_event_that_completes_a_loop_or_a_burst_fires_it_once() -> None:
+    engine = Engine(parse_rules("[loop]\nrepeats = 3\n[failure_burst]\nfailures = 3\nmin_share = 0.5\n"))
+    now = 1000.0
+    fired = []
+    for i in range(4):
+        call = {"tool_name": "Bash", "tool_use_id": f"u{i}", "data": {"tool_input": {"command": "make"}}}
+        fired.append([a["rule"] for a in engine.take(env("PreToolUse", now + i, **call), now + i)])
+        failed = env("PostToolUseFailure", now + i + 0.5, **call)
+        fired.append([a["rule"] for a in engine.take(failed, now + i + 0.5)])
+        worked = env("PostToolUse", now + i + 0.6, tool_name="Read", tool_use_id=f"r{i}", data={})
+        fired.append([a["rule"] for a in engine.take(worked, now + i + 0.6)])
+    # The third call completes the loop, the third failure the burst; nothing else fires them.
+    assert fired == [[], [], [], [], [], [], ["loop"], ["failure_burst"], [], [], [], []]
+    assert engine.tick(now + 5) == []  # already firing: the tick has nothing new to say
+    # A replayed event (long before now) is left to the tick, whatever it completes.
+    late = Engine(parse_rules("[loop]\nrepeats = 1\n"))
+    old = env("PreToolUse", now - 600, tool_name="Bash", tool_use_id="x", data={"tool_input": {}})
+    assert late.take(old, now) == []
+    assert [a["rule"] for a in late.tick(now)] == ["loop"]

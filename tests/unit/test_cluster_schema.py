@@ -271,6 +271,23 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         "text(tokenizer = splitByNonAlpha, preprocessor = lower(text));",
         f"ALTER TABLE events_local {ON_CLUSTER} ADD INDEX IF NOT EXISTS idx_data_words data TYPE "
         "text(tokenizer = splitByNonAlpha, preprocessor = lower(data));",
+        # 016: the store's inserts land in the Null events_in on the node it talks to; its view
+        # writes them through the Distributed events.
+        f"CREATE TABLE IF NOT EXISTS events_in {ON_CLUSTER}",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS events_in_mv {ON_CLUSTER} TO events AS",
+        # 017: call_rollup's merge setting and projections on the local table (building them for
+        # the rows stored before is left out, like a backfill); loose_calls sharded like
+        # call_rollup and rolled up per shard; tool_calls replaced.
+        f"ALTER TABLE call_rollup_local {ON_CLUSTER} MODIFY SETTING "
+        "deduplicate_merge_projection_mode = 'rebuild';",
+        f"ALTER TABLE call_rollup_local {ON_CLUSTER} ADD PROJECTION IF NOT EXISTS by_started "
+        "(SELECT _part_offset ORDER BY started);",
+        f"ALTER TABLE call_rollup_local {ON_CLUSTER} ADD PROJECTION IF NOT EXISTS by_wholeness "
+        "(SELECT call, called, outcome ORDER BY called, outcome);",
+        f"CREATE TABLE IF NOT EXISTS loose_calls_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS loose_calls {ON_CLUSTER} AS loose_calls_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS loose_calls_mv {ON_CLUSTER} TO loose_calls_local AS",
+        f"CREATE OR REPLACE VIEW tool_calls {ON_CLUSTER} AS",
     ]
 
 
@@ -307,7 +324,9 @@ def test_the_output_splits_like_a_migration() -> None:
         + 14
         + 2 * len(OTEL_TABLES)
         + len(OTEL_VIEWS)
+        + 2  # 016_events_in: the Null table and its view
         + 2  # 015_search: two indexes, on events_local
+        + 7  # 017_history_windows: a setting, two projections, loose_calls (two tables, a view), tool_calls
     )
     assert all(ON_CLUSTER in s for s in statements)
 

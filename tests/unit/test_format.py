@@ -17,6 +17,8 @@ from agentwatch.format import (
     rate,
     shorten,
     truncate,
+    utc_datetime,
+    utc_seconds,
 )
 
 NOW = 1_795_310_400.0  # 2026-11-22 01:20:00 UTC
@@ -94,6 +96,37 @@ def test_names_are_cut_sensibly() -> None:
     assert truncate("abc", 4) == "abc"
     assert one_line("Exit code 1\n  Traceback:\tboom", 20) == "Exit code 1 Tracebac"
     assert one_line(None) == ""
+
+
+def test_the_wire_times_read_fast_are_the_times_read_whole() -> None:
+    """utc_seconds reads the envelope's own form from its second (cached) and its milliseconds:
+    exactly the float the datetime gives, across seconds, days, a leap day and the cache's reset."""
+    start = dt.datetime(2028, 2, 28, 23, 59, 58, tzinfo=dt.UTC)
+    for step in range(0, 12_000_000, 997):  # past 10,000 distinct seconds: the cache starts over
+        when = start + dt.timedelta(milliseconds=step)
+        text = when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        whole = utc_datetime(text)
+        assert whole is not None
+        assert utc_seconds(text) == whole.timestamp() == when.timestamp(), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-11-24T09:00:00.12xZ",
+        "2026-11-24T09:00:00.1٣3Z",  # a digit, but not an ASCII one
+        "2026-11-24T09:00:60.123Z",
+        "2026-13-24T09:00:00.123Z",
+        "2026-11-24 09:00:00.123Z",
+        "2026-11-24T09:00:00.123+00:00",
+        "2026-11-24T09:00:00Z",
+        "",
+        "not a time at all, 24 ch",
+    ],
+)
+def test_odd_times_read_as_the_datetime_reads_them(text: str) -> None:
+    whole = utc_datetime(text)
+    assert utc_seconds(text) == (None if whole is None else whole.timestamp())
 
 
 def test_tool_counts_in_the_order_first_used() -> None:

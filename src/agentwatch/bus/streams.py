@@ -25,8 +25,9 @@ DUPLICATE_WINDOW_S = 120.0
 # Deliveries before JetStream gives up on a message; the store dead-letters it on the advisory.
 MAX_DELIVER = 10
 ACK_WAIT_S = 30.0
-# Unacknowledged messages the store may hold: bounds its memory whatever the backlog.
-MAX_ACK_PENDING = 40_000
+# Unacknowledged messages the store may hold: bounds its memory whatever the backlog. Room for
+# two of the store's largest batches (consumers/store.py): one being written, the next gathering.
+MAX_ACK_PENDING = 100_000
 
 # The watchdog (consumers/alerts.py): its alerts on their own stream, so they are kept and
 # de-duplicated (Nats-Msg-Id "{id}.{state}") like events; and its own durable consumer of GENIE.
@@ -119,6 +120,19 @@ async def ensure_watchdog_consumer(js: JetStreamContext, environ: Mapping[str, s
         await js.add_consumer(STREAM_NAME, alerts_consumer_config(environ))
 
 
+async def raise_ack_pending(js: JetStreamContext, durable: str = STORE_DURABLE) -> None:
+    """A durable made with a lower MAX_ACK_PENDING (by an earlier version) gets the current one:
+    the consumer is only created where it is missing, so its limit would otherwise stay."""
+    try:
+        info = await js.consumer_info(STREAM_NAME, durable)
+    except NotFoundError:
+        return
+    config = info.config
+    if 0 < (config.max_ack_pending or 0) < MAX_ACK_PENDING:
+        config.max_ack_pending = MAX_ACK_PENDING
+        await js.add_consumer(STREAM_NAME, config)  # an existing durable: updated in place
+
+
 async def seen_not_stored(js: JetStreamContext) -> tuple[int, int]:
     """(first, last): the stream sequences the watchdog's durable was delivered and the store's
     had not acknowledged (so perhaps not written yet). Empty (first > last) when either durable
@@ -177,7 +191,8 @@ async def read_range(
 async def prepare_stream(
     url: str, environ: Mapping[str, str] = os.environ, patience: float = 30.0, *, watchdog: bool = False
 ) -> str:
-    """Create or update the stream (and with `watchdog`, the watchdog's durable), retrying while
+    """Create or update the stream (and with `watchdog`, the collector's: the watchdog's durable
+    created, the store's given the current MAX_ACK_PENDING), retrying while
     a cluster has no leader for it yet (a node that just restarted, an election under way)."""
     from agentwatch.bus.connect import connect
 
@@ -189,6 +204,7 @@ async def prepare_stream(
                 done = await ensure_stream(nc.jetstream(), environ)
                 if watchdog:
                     await ensure_watchdog_consumer(nc.jetstream(), environ)
+                    await raise_ack_pending(nc.jetstream())
                 return done
             finally:
                 await nc.close()

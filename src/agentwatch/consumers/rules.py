@@ -48,6 +48,13 @@ SEVERITIES = ("info", "warning", "critical")
 RESTING = frozenset({agents.IDLE, agents.FAILED, agents.STOPPED})
 # Rules whose condition an event completes: they fire on that event (Engine.take), not on a tick.
 EVENT_RULES = ("loop", "failure_burst")
+# The events whose payload (`data`) a rule reads: a call's input (loop), a task's id, a
+# Notification's type, what a wait is for. The rules read every other event by its envelope's
+# own fields, so the watchdog need not decode their payloads (the largest part of most bodies).
+DATA_EVENTS = frozenset(
+    {"PreToolUse", "TaskCreated", "TaskCompleted", "Notification"}
+    | {event for event, _, state in agents.TRANSITIONS if state == agents.WAITING}
+)
 
 
 class RulesError(ValueError):
@@ -249,10 +256,15 @@ class Engine:
 
     def observe(self, env: Mapping[str, Any], now: float = 0.0) -> None:
         """Take one event envelope (`tick` then says what changed)."""
+        self._observe(env, now)
+
+    def _observe(self, env: Mapping[str, Any], now: float) -> AgentState | None:
+        """`observe`, returning the state of the agent the event is about (None: an event seen
+        before, or one about no agent)."""
         event_id = str(env.get("id", ""))
         if event_id:
             if event_id in self._seen:
-                return
+                return None
             self._seen.add(event_id)
             self._seen_order.append(event_id)
             if len(self._seen_order) > self.SEEN:
@@ -263,16 +275,18 @@ class Engine:
         if host:
             self.spool[host] = int(env.get("spool_bytes") or 0)
         if event in ("Usage", "CostState"):
-            return
+            return None
         state = self._agent(env, t)
-        data = env.get("data") if isinstance(env.get("data"), dict) else {}
-        assert isinstance(data, dict)
-        self._tasks(event, state, data)
+        data = env.get("data")
+        if not isinstance(data, dict):
+            data = {}
+        if event in ("TaskCreated", "TaskCompleted"):
+            self._tasks(event, state, data)
         self._calls(event, state, env, data, t)
         state.last = max(state.last, t)
         new = agents.state_after(event, agents.note_of(event, data))
         if new is None:
-            return
+            return state
         state.state = new
         if new != agents.WAITING:
             state.waiting = None
@@ -285,6 +299,7 @@ class Engine:
             self._forget_calls(state)
         else:
             state.working, state.idle_since = True, 0.0
+        return state
 
     def observe_costs(self, rows: Iterable[tuple[str, str, float | None]]) -> None:
         """(scope session|agent|team, name, cost in USD or None while unknown)."""
@@ -431,39 +446,10 @@ class Engine:
                     {},
                 )
             )
-        if s.repeats >= r["loop"]["repeats"]:
-            how = "failing call" if s.call_failed else "call"
-            found.append(
-                self._open(
-                    s,
-                    "loop",
-                    "",
-                    s.repeat_since,
-                    f"{s.agent} repeated the same {how} {s.repeats} times in a row",
-                    {"repeats": s.repeats, "call": s.call[:200], "failed": s.call_failed},
-                )
-            )
-        window = r["failure_burst"]["window_s"]
-        # A burst is many failures that are also most of what the agent tried: a busy agent whose
-        # calls mostly work is not in trouble because it made many of them.
-        while s.results and now - s.results[0][0] > window:  # older than any window asks: gone
-            s.failures -= s.results.popleft()[1]
-        inside = s.results
-        recent = s.failures
-        if recent >= r["failure_burst"]["failures"] and recent >= r["failure_burst"]["min_share"] * len(
-            inside
-        ):
-            first = next(t for t, failed in inside if failed)
-            found.append(
-                self._open(
-                    s,
-                    "failure_burst",
-                    "",
-                    first,
-                    f"{s.agent} had {recent} tool failures of {len(inside)} results in {window:.0f}s",
-                    {"failures": recent},
-                )
-            )
+        if (loop := self._loop(s)) is not None:
+            found.append(loop)
+        if (burst := self._burst(s, now)) is not None:
+            found.append(burst)
         if s.waiting is not None and now - s.waiting.since > r["waiting_for_user"]["after_s"]:
             w = s.waiting
             found.append(
@@ -489,6 +475,28 @@ class Engine:
                 )
             )
         return found
+
+    def _loop(self, s: AgentState) -> Open | None:
+        if s.repeats < self.rules["loop"]["repeats"]:
+            return None
+        how = "failing call" if s.call_failed else "call"
+        summary = f"{s.agent} repeated the same {how} {s.repeats} times in a row"
+        details = {"repeats": s.repeats, "call": s.call[:200], "failed": s.call_failed}
+        return self._open(s, "loop", "", s.repeat_since, summary, details)
+
+    def _burst(self, s: AgentState, now: float) -> Open | None:
+        rule = self.rules["failure_burst"]
+        window = rule["window_s"]
+        # A burst is many failures that are also most of what the agent tried: a busy agent whose
+        # calls mostly work is not in trouble because it made many of them.
+        while s.results and now - s.results[0][0] > window:  # older than any window asks: gone
+            s.failures -= s.results.popleft()[1]
+        inside, recent = s.results, s.failures
+        if recent < rule["failures"] or recent < rule["min_share"] * len(inside):
+            return None
+        first = next(t for t, failed in inside if failed)
+        summary = f"{s.agent} had {recent} tool failures of {len(inside)} results in {window:.0f}s"
+        return self._open(s, "failure_burst", "", first, summary, {"failures": recent})
 
     def _budget(self) -> list[Open]:
         rule = self.rules["budget"]
@@ -516,16 +524,20 @@ class Engine:
         """One event envelope, and the alerts it completes at once: a rule whose condition an event
         completes (EVENT_RULES: a loop, a failure burst) fires on that event, not at the next tick.
         The time-based rules wait for `tick`, which also resolves."""
-        self.observe(env, now)
-        state = self.agents.get(agents.key_of(env))
+        state = self._observe(env, now)
         if state is None or state.last < now - 60:  # a replayed or late event: the tick decides
             return []
-        changes = []
-        on = {name for name in EVENT_RULES if self.rules[name].enabled}
-        for o in self._agent_conditions(state, now):
-            if o.rule in on and (alert := self._fire(o, now)) is not None:
-                changes.append(alert)
-        return changes
+        # Only the event that can complete a condition looks at it: a loop grows with a call, a
+        # burst with a failure (a result that worked only lowers the share of failures).
+        event = env.get("event")
+        if event == "PreToolUse" and self.rules["loop"].enabled:
+            found = self._loop(state)
+        elif event == "PostToolUseFailure" and self.rules["failure_burst"].enabled:
+            found = self._burst(state, now)
+        else:
+            return []
+        alert = None if found is None else self._fire(found, now)
+        return [] if alert is None else [alert]
 
     def _fire(self, o: Open, now: float) -> Json | None:
         """The firing alert of a condition that holds, unless it fires already or cools down."""

@@ -27,9 +27,11 @@ that fits none raises ClusterSchemaError naming it, rather than emitting somethi
   `t` alone for a Null table), each `ADD COLUMN` made `IF NOT EXISTS`.
 - `ALTER TABLE v MODIFY QUERY SELECT ...` of a materialized view that reads Null tables: the same
   on every node.
-- `ALTER TABLE t ADD INDEX IF NOT EXISTS ...`: on `t_local` alone (a Distributed table holds no
-  rows to index). `ALTER TABLE t MATERIALIZE INDEX ...` (building it for the rows stored before)
-  is left out like a backfill: on a cluster with history, run it by hand on `t_local`.
+- `ALTER TABLE t ADD INDEX IF NOT EXISTS ...` and `ADD PROJECTION IF NOT EXISTS ...`: on `t_local`
+  alone (a Distributed table holds no rows to index). `ALTER TABLE t MATERIALIZE INDEX|PROJECTION
+  ...` (building it for the rows stored before) is left out like a backfill: on a cluster with
+  history, run it by hand on `t_local`. `ALTER TABLE t MODIFY SETTING ...`: on `t_local` alone
+  (the merge settings are the local table's).
 
 Every statement gets `ON CLUSTER '{cluster}'` and is idempotent, so the whole file can be applied
 again after a new migration. Keywords are matched as the migrations write them: upper case.
@@ -83,6 +85,10 @@ SHARDING_KEYS: Mapping[str, str] = {
     # shards: tool_calls_since then pairs the two halves over the Distributed table (exact, but
     # not folded in advance).
     "call_rollup": "cityHash64(session_id, tool_use_id)",
+    # 017: the same. Its view too writes each shard's events to that shard: a call and its result
+    # cancel only where both are, so on a cluster it keeps most calls (tool_calls stays exact, but
+    # reads them all).
+    "loose_calls": "cityHash64(session_id, tool_use_id)",
     # Filled through their Distributed tables (their views read the Null usage_in).
     "cost_hourly": "cityHash64(agent)",
     "session_cost": "cityHash64(session_id)",
@@ -124,8 +130,9 @@ _MATERIALIZED = re.compile(
 )
 _ALTER = re.compile(r"ALTER TABLE (?P<name>\w+)(?P<actions>\s.*)", re.DOTALL)
 _DROP = re.compile(r"DROP (?P<kind>TABLE|VIEW) IF EXISTS (?P<name>\w+)")
-_ADD_INDEX = re.compile(r"\s*ADD INDEX IF NOT EXISTS\s")
-_MATERIALIZE_INDEX = re.compile(r"\s*MATERIALIZE INDEX\s")
+_ADD_INDEX = re.compile(r"\s*ADD (?:INDEX|PROJECTION) IF NOT EXISTS\s")
+_MATERIALIZE_INDEX = re.compile(r"\s*MATERIALIZE (?:INDEX|PROJECTION)\s")
+_MODIFY_SETTING = re.compile(r"\s*MODIFY SETTING\s")
 _ADD_COLUMN = re.compile(r"ADD COLUMN\s+(?P<exists>IF NOT EXISTS\s+)?\S")
 _SOURCE = re.compile(r"\b(?:FROM|JOIN)\s+(\S+)")
 _NOT_A_DEFINITION = re.compile(r"\bAS\s+SELECT\b|\bEMPTY\b|\bPOPULATE\b")
@@ -296,9 +303,9 @@ class ClusterSchema:
             raise ClusterSchemaError(f"{name} is not a table created by an earlier statement")
         if _MATERIALIZE_INDEX.match(actions):
             return []  # a backfill: see the module's docstring
-        if _ADD_INDEX.match(actions):
+        if _ADD_INDEX.match(actions) or _MODIFY_SETTING.match(actions):
             if name not in self.sharded:
-                raise ClusterSchemaError(f"an index on {name}, which holds no rows of its own")
+                raise ClusterSchemaError(f"an index or setting on {name}, which holds no rows of its own")
             return [Statement(f"ALTER TABLE {name}{LOCAL_SUFFIX} {ON_CLUSTER}{actions}")]
         actions = _columns_if_not_exists(actions)
         if name in self.everywhere:

@@ -27,9 +27,15 @@ SCHEMA_DIR: Traversable = files("agentwatch.store").joinpath("schema")
 
 MIGRATIONS_TABLE = "schema_migrations"
 # Tables whose rows expire after the retention period (apply_migrations / set_retention), each
-# with the time column its TTL counts from: the raw events and messages, and call_rollup (010),
-# one row per tool call. The other rollups hold a few rows per hour, agent or session: kept.
-RETENTION_TABLES: Mapping[str, str] = {"events": "timestamp", "messages": "timestamp", "call_rollup": "hour"}
+# with the time column its TTL counts from: the raw events and messages, call_rollup (010), one
+# row per tool call, and loose_calls (017), the calls not paired in one hour. The other rollups
+# hold a few rows per hour, agent or session: kept.
+RETENTION_TABLES: Mapping[str, str] = {
+    "events": "timestamp",
+    "messages": "timestamp",
+    "call_rollup": "hour",
+    "loose_calls": "hour",
+}
 
 # Created before anything else: it records which files were applied. ReplacingMergeTree on
 # version, so two processes applying the same file at once still leave one row per version.
