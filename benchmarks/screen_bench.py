@@ -7,7 +7,7 @@ real dashboard (AgentwatchApp with NatsLiveSource, headless, 160x48, as benchmar
 runs it, frames encoded as a terminal run would). Every --probe-interval seconds a hook process
 is started for a fresh agent (`GENIE_AGENT_NAME=probe-N`, a UserPromptSubmit on stdin); the
 latency includes the hook's own start, publish and the stream's acknowledgement wait, the live
-feed and the repaint timer. Two phases with the same probes: quiet (the reference), then the demo
+feed and the dashboard's frame. Two phases with the same probes: quiet (the reference), then the demo
 team's traffic at 2,000 events/s (--rate, pre-encoded and paced as in benchmarks/alert_bench.py).
 
     .venv/bin/python benchmarks/screen_bench.py [--rate 2000] [--seconds 30]

@@ -10,14 +10,18 @@ Runs everything on loopback, in a temporary directory:
   `App.run_test(size=(160, 48))`. A thin subclass only counts: envelopes received, time spent in
   each repaint, and it charges the encoding of each frame into terminal output, which the headless
   driver skips (a terminal run pays it);
-- `agentwatch demo` as a subprocess: the hook's own envelope code, published on the bus.
+- the warm-up: `agentwatch demo` as a subprocess (the hook's own envelope code, on the bus); the
+  traffic: the demo team's messages (`TeamSimulator.messages`, the hook's own encoding) encoded
+  before the phase and published paced at --rate by a subprocess of this script, as
+  benchmarks/alert_bench.py publishes them (`agentwatch demo --rate 2000` encodes as it goes and
+  reached only 1,276 to 1,565 events/s on the shared 2-core machine at load 6 to 10).
 
 Two phases on the same app, each --seconds long, with the same key sequence pressed every
 --key-interval seconds (sort, follow, help and back, `/`, typing a filter, clearing it, tab):
 
 1. quiet, the reference: a warm-up burst (`agentwatch demo --rate 0 --count 6000`) first fills the
    roster and feed as traffic will, then nothing more is published;
-2. traffic: `agentwatch demo --rate 2000` (--rate) during the whole phase, after a ramp-up.
+2. traffic: 2,000 events/s (--rate) during the whole phase, after a ramp-up.
 
 Key latency is measured from the moment the key event is handed to the app (through the driver,
 as a terminal's input thread does) until (a) its effect is in the app's state (the sort changed,
@@ -371,6 +375,42 @@ async def start_demo(url: str, *args: str) -> Demo:
     return Demo(proc)
 
 
+async def start_traffic(url: str, rate: float, seconds: float) -> Demo:
+    """This script as a publisher (--publish-to), once its messages are encoded."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--publish-to",
+        url,
+        "--rate",
+        f"{rate:g}",
+        "--seconds",
+        f"{seconds:g}",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    demo = Demo(proc)
+    assert proc.stdout is not None
+    async with asyncio.timeout(120):
+        demo.lines.append((await proc.stdout.readline()).decode(errors="replace").rstrip())  # encoded
+    return demo
+
+
+async def publish(url: str, rate: float, seconds: float) -> int:
+    """The publisher's side: the demo team's messages at `rate`, closing with the demo's line."""
+    from alert_bench import demo_messages, publish_paced
+
+    messages = demo_messages(int(rate * seconds), seed=1)
+    print(f"encoded {len(messages):,} messages", flush=True)
+    nc = await nats.connect(url)
+    try:
+        sent, took = await publish_paced(nc, messages, rate)
+    finally:
+        await nc.close()
+    print(f"done: {sent:,} events + 0 messages in {took:.1f}s, {sent / took:,.0f} events/s", flush=True)
+    return 0
+
+
 async def settle(app: MeasuredApp, quiet: float = 1.0, timeout: float = 60.0) -> None:
     """Until the app received nothing new and applied everything for `quiet` seconds."""
     deadline = time.monotonic() + timeout
@@ -494,9 +534,8 @@ async def run(args: argparse.Namespace, url: str, history_env: dict[str, str] | 
         startup_rss = rss_mb()
         quiet = await measure(app, "quiet", args.seconds, args.key_interval)
 
-        duration = f"{args.seconds + RAMP_SECONDS + 1:g}"
         received_before = app.received
-        demo = await start_demo(url, "--rate", f"{args.rate:g}", "--duration", duration, "--seed", "1")
+        demo = await start_traffic(url, args.rate, args.seconds + RAMP_SECONDS + 1)
         await asyncio.sleep(RAMP_SECONDS)
         if profiler is not None:
             profiler.enable()
@@ -580,7 +619,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--store", action="store_true", help="run `agentwatch store` too; history from it")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the traffic phase into FILE (pstats)")
+    parser.add_argument("--publish-to", metavar="URL", help="be the traffic's publisher (the run starts one)")
     args = parser.parse_args(argv)
+    if args.publish_to:
+        return asyncio.run(publish(args.publish_to, args.rate, args.seconds))
     with tempfile.TemporaryDirectory(prefix="tui-bench-") as tmp:
         workdir = Path(tmp)
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import itertools
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -317,6 +318,53 @@ async def test_raw_bus_bytes_are_decoded_and_bad_ones_skipped() -> None:
         await until(pilot, lambda: isinstance(app.screen, EventScreen))
         shown = " ".join(str(s.render()) for s in app.screen.query(Static))
         assert "[REDACTED:anthropic_key]" in shown and '"tool_input"' in shown, "the payload, from the bytes"
+
+
+def test_a_frame_waits_for_the_last_ones_cost() -> None:
+    """At once when idle; one frame on its way at a time; the next one at least `min_gap` after
+    the last, later when frames cost more than their share of the event loop."""
+    pacer = common.Pacer(0.05, share=0.4, stale=1.0)
+    assert pacer.ask(0.0) is None, "not laid out yet: the timer paints"
+    pacer.ready = True
+    assert pacer.ask(10.0) == 0.0, "idle: at once"
+    assert pacer.ask(10.01) is None, "one frame on its way"
+    pacer.painted(0.01, 10.02)
+    assert pacer.ask(10.03) == pytest.approx(0.04), "cheap frames: min_gap apart"
+    pacer.painted(0.1, 10.2)
+    assert pacer.ask(10.2) == pytest.approx(0.15), "100 ms of CPU is 40% of 250 ms"
+    assert pacer.ask(10.5) is None and pacer.ask(11.3) is not None, "a frame never reported stops counting"
+
+
+async def test_live_events_are_painted_as_they_come_and_a_flood_is_coalesced(monkeypatch: Any) -> None:
+    monkeypatch.setattr(app_module, "REPAINT_SECONDS", 3600.0)  # no timer: only the events paint
+    calls = [
+        {"session_id": SESSION, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+         "tool_input": {"command": f"echo {i}"}, "tool_use_id": f"toolu_{i}"}
+        for i in range(601)
+    ]  # fmt: skip
+    flood = [env for i, call in enumerate(calls) for env in env_of(call, BASE + i / 100)]
+    live = FakeLive([])
+    app = AgentwatchApp(live, None, clock=lambda: BASE)
+    frames: list[float] = []
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: live.deliver is not None and app._pacer.ready)
+        assert live.deliver is not None
+        live.deliver(flood[0])
+        await painted(pilot, app, 1)
+        repaint = app.repaint
+
+        def counted() -> None:
+            frames.append(time.monotonic())
+            repaint()
+
+        app.repaint = counted  # type: ignore[method-assign]
+        for start in range(1, len(flood), 20):
+            for env in flood[start : start + 20]:
+                live.deliver(env)
+            await asyncio.sleep(0)
+        await painted(pilot, app, len(flood))
+    assert 1 <= len(frames) <= 4, f"30 bursts in {len(frames)} frames"
+    assert all(b - a >= 0.045 for a, b in itertools.pairwise(frames)), frames
 
 
 async def test_full_garbage_collections_run_on_the_apps_timer() -> None:

@@ -102,3 +102,31 @@ async def test_stable_rows_are_formatted_once_while_they_stay_on_screen() -> Non
         table.refresh()
         await pilot.pause()
         assert len(set(app.formatted)) > 5, "forget_lines renders every visible line again"
+
+
+async def test_rows_coming_in_scroll_the_newest_into_view_without_laying_out_the_screen() -> None:
+    """Under a flood the feed's row count changes at every repaint. The table's scrollbar follows
+    it without a layout of the whole screen (which cost more than the repaint), and a following
+    table shows its newest row at once, not after the next layout."""
+    rows = list(range(30))
+    app = Host(rows)
+    async with app.run_test(size=(60, 12)) as pilot:
+        await until(pilot, lambda: app.formatted)
+        await pilot.pause(0.1)
+        table = app.query_one(Table)
+        assert table.show_vertical_scrollbar
+        layouts: list[object] = []
+        app.screen.screen_layout_refresh_signal.subscribe(app, layouts.append)
+        for _ in range(10):
+            rows.extend(range(len(rows), len(rows) + 7))
+            table.set_rows(rows, app.cells, follow=True)
+            assert screen_lines(app)[-1].lstrip().startswith(str(len(rows) - 1)), screen_lines(app)
+            await pilot.pause(0.02)
+        assert table.virtual_size.height == len(rows) + 1
+        assert (
+            round(table.scroll_y)
+            == table.max_scroll_y
+            == len(rows) + 1 - table.scrollable_content_region.height
+        )
+        assert table.vertical_scrollbar.window_virtual_size == len(rows) + 1
+        assert layouts == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentwatch.agents import FAILED, IDLE, LOST, STOPPED, THINKING, WAITING, WORKING
@@ -118,6 +119,42 @@ def test_feed_is_bounded_and_filters() -> None:
     assert [line.text for line in feed.lines(FeedFilter(text="echo 249"))] == ["$ echo 249"]
     assert {line.agent for line in feed.lines(FeedFilter(agent="main-1aaaaaaa"))} == {"main-1aaaaaaa"}
     assert len(feed.lines(FeedFilter(event="tool_call"), last=5)) == 5
+
+
+@dataclass(frozen=True)
+class CountingFilter(FeedFilter):
+    calls: list[FeedLine] = field(default_factory=list, compare=False)
+
+    def matches(self, line: FeedLine) -> bool:
+        self.calls.append(line)
+        return super().matches(line)
+
+
+def test_feed_asked_again_matches_only_what_came_since() -> None:
+    """The filtered lines kept between two questions are the ones a fresh match over the feed
+    gives: lines added since matched, lines gone from the feed dropped, a new filter starts over."""
+    feed = Feed(maxlen=50)
+    bash, read = FeedFilter(tool="Bash"), FeedFilter(tool="Read")
+
+    def fresh(flt: FeedFilter) -> list[FeedLine]:
+        return [line for line in feed.lines() if flt.matches(line)]
+
+    for i in range(400):
+        tool = "Bash" if i % 3 else "Read"
+        payload = call("PreToolUse", tool=tool, tool_use_id=f"toolu_{i}", session_id="1aaaaaaa-x")
+        feed.add(one(payload, BASE + i))
+        if i % 7 == 0:  # asked after 1 to 7 new lines; sometimes after the whole feed turned over
+            assert feed.lines(bash) == fresh(bash)
+        if i % 120 == 0:
+            assert feed.lines(read) == fresh(read)
+    assert feed.lines(bash) == fresh(bash) and len(feed.lines(bash)) == 33
+    assert feed.lines(read, last=3) == fresh(read)[-3:]
+    counting = CountingFilter(tool="Read")
+    feed.lines(counting)
+    feed.add(one(call("PreToolUse", tool="Read", tool_use_id="toolu_x", session_id="1aaaaaaa-x"), BASE))
+    counting.calls.clear()
+    assert feed.lines(counting)[-1].tool_use_id == "toolu_x"
+    assert len(counting.calls) == 1  # the same filter again: only the new line was matched
 
 
 def test_activity_sparkline() -> None:

@@ -7,9 +7,10 @@ events it does not hold yet are counted on top of the new answer (model.Unconfir
 dashboard opened at any moment shows what `agentwatch sql` says, within one refresh.
 
 Envelopes from the LiveSource land in a bounded buffer (never touching widgets from the source's
-callback); a timer drains it into the model and repaints at most a few times a second, so a flood
-of events costs a repaint, not a repaint per event. The feed's recent history comes from the
-HistorySource in a worker thread.
+callback) and ask for a frame: one repaint that drains the buffer into the model, at once when the
+screen is idle, else when the last frame's cost allows (common.Pacer), so a flood of events costs a
+frame every 50 ms or more, not a repaint per event; a timer moves ages on. The feed's recent
+history comes from the HistorySource in a worker thread.
 """
 
 from __future__ import annotations
@@ -68,10 +69,11 @@ PENDING_MAX = 20_000
 FULL_COLLECTION_SECONDS = 20.0
 # Seconds live events wait for the history before they are shown anyway.
 HISTORY_PATIENCE = 5.0
-# The timer that moves ages on; new events are painted as they come (deliver), at most one
-# repaint per MIN_REPAINT_GAP or twice the last repaint's cost.
+# The timer that moves ages on; new events are painted as they come (deliver), a frame at least
+# MIN_REPAINT_GAP after the last, later when frames cost more than FRAME_SHARE of the event loop.
 REPAINT_SECONDS = 0.25
 MIN_REPAINT_GAP = 0.05
+FRAME_SHARE = 0.4
 SORTS = ("state", "recent", "name", "errors")
 DARK, LIGHT = "textual-dark", "textual-light"
 # Costs come with the store's answer (tui/truth.py), and are asked a second after usage arrives.
@@ -133,8 +135,8 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self.refresh_seconds = refresh_seconds
         self.show_folded = self._truth_asked = self._truth_in_once = self._costs_due = False
         self.store_ok = history is None
-        self.events_total, self._status_at = 0, 0.0
-        self._pacer = Pacer(MIN_REPAINT_GAP)
+        self.events_total, self._status_at, self._painted_at = 0, 0.0, 0.0
+        self._pacer = Pacer(MIN_REPAINT_GAP, FRAME_SHARE)
         self._palette: Palette | None = None
         self._palette_theme = ""
         self.filter = FeedFilter()
@@ -181,6 +183,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             self.set_timer(HISTORY_PATIENCE, self._stop_waiting_for_history)
             self.set_interval(self.refresh_seconds, self.refresh_truth)
         self.repaint()
+        self.call_after_refresh(self._laid_out)
         self._collections.hold()
         self.set_interval(self.full_collection_seconds, self._collect_garbage)
 
@@ -199,23 +202,39 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def deliver(self, env: dict[str, Any] | bytes) -> None:
         """From the live source (on the app's event loop): buffer it, and have it painted now when
-        the screen is idle, else as soon as the last repaint's cost allows (a flood is coalesced)."""
+        the screen is idle, else as soon as the last frame's cost allows (a flood is coalesced)."""
         if len(self._pending) == self._pending.maxlen:
             self._dropped += 1
         self._pending.append(env)
-        wait = self._pacer.ask()
-        if wait is not None and wait > 0:
-            self.set_timer(wait, self._repaint_now)
-        elif wait is not None:
-            self.call_next(self._repaint_now)
+        self._ask_frame()
 
-    def _repaint_now(self) -> None:
-        self._pacer.due = False
+    def _ask_frame(self) -> None:
+        wait = self._pacer.ask(time.monotonic())
+        if wait is not None and wait > 0:
+            self.set_timer(wait, self._frame)
+        elif wait is not None:
+            self.call_next(self._frame)
+
+    def _frame(self) -> None:
+        """A repaint for live events; the pacer learns its cost once the screen is composited."""
+        started = time.thread_time()
         self.repaint()
+        self.call_after_refresh(self._framed, started)
+
+    def _framed(self, started: float) -> None:
+        self._pacer.painted(time.thread_time() - started, time.monotonic())
+        if self._pending and not self.paused:
+            self._ask_frame()  # what came during the frame
+
+    def _laid_out(self) -> None:
+        self._pacer.ready = True  # a frame now lands where it should
+        if self._pending:
+            self._ask_frame()
 
     def _tick(self) -> None:
-        self._pacer.ready = True  # laid out: a repaint now lands where it should
-        self.repaint()
+        """Ages, running times and lost agents move on; skipped while live frames paint anyway."""
+        if time.monotonic() - self._painted_at >= 0.8 * REPAINT_SECONDS:
+            self.repaint()
 
     @property
     def waiting(self) -> int:
@@ -252,11 +271,8 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     # -- repaint -----------------------------------------------------------------------------
 
     def repaint(self) -> None:
-        started, drained = time.monotonic(), 0
-        try:
-            drained = self._repaint()
-        finally:
-            self._pacer.painted(started, drained)
+        self._painted_at = time.monotonic()
+        self._repaint()
 
     def _repaint(self) -> int:
         """Apply what the live source delivered and paint; how many events it applied."""
@@ -512,8 +528,12 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._dirty = True
 
     def action_help(self) -> None:
+        """The help, made once and kept: composing and wrapping its text was most of a `?`."""
         from agentwatch.tui.tools_view import ToolsScreen
 
-        screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
-                   ("Tools and history", ToolsScreen.BINDINGS), *self.history_help()]  # fmt: skip
-        self.push_screen(HelpScreen(ABOUT, [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS], screens))
+        if not self.is_screen_installed("help"):
+            screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
+                       ("Tools and history", ToolsScreen.BINDINGS), *self.history_help()]  # fmt: skip
+            live = [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS]
+            self.install_screen(HelpScreen(ABOUT, live, screens), "help")
+        self.push_screen("help")

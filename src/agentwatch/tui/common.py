@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
-import time
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -21,29 +21,33 @@ from agentwatch.agents import FAILED, IDLE, LOST, STOPPED, THINKING, WAITING, WO
 
 
 class Pacer:
-    """When live events are painted: at once when the screen is idle, else when the last repaint's
-    cost allows. The next repaint waits at least twice what the last one cost (and `min_gap`); under
-    a flood (a repaint that took `flood` events or more) it waits `flood_gap`, the regular timer's
-    pace: keys and the bus keep most of the event loop, and a flood is painted as before."""
+    """When live events are painted: at once when the screen is idle; under a flood, as often as
+    the frames' cost allows. A frame is a repaint and the screen composited after it; the next one
+    waits until the last one's CPU is at most `share` of the time between their starts (and at
+    least `min_gap`), so however heavy the traffic, keys and the bus keep most of the event loop.
 
-    def __init__(self, min_gap: float, flood_gap: float = 0.25, flood: int = 50) -> None:
+    A frame asked for and never reported (its screen went away before it was composited) stops
+    counting after `stale` seconds."""
+
+    def __init__(self, min_gap: float, share: float = 0.4, stale: float = 1.0) -> None:
         self.min_gap = self.gap = min_gap
-        self.flood_gap, self.flood = flood_gap, flood
-        self.done_at = 0.0
-        self.due = False  # a repaint is on its way
+        self.share, self.stale = share, stale
+        self.done_at = -math.inf
+        self.asked_at: float | None = None  # a frame is on its way, asked for then
         self.ready = False  # the screen is laid out
 
-    def ask(self) -> float | None:
-        """Seconds until the repaint a new event asks for; None when one is on its way already
+    def ask(self, now: float) -> float | None:
+        """Seconds until the frame a new event asks for; None when one is on its way already
         (or the screen is not laid out yet: the regular timer paints it)."""
-        if self.due or not self.ready:
+        if not self.ready or (self.asked_at is not None and now - self.asked_at < self.stale):
             return None
-        self.due = True
-        return max(0.0, self.done_at + self.gap - time.monotonic())
+        self.asked_at = now
+        return max(0.0, self.done_at + self.gap - now)
 
-    def painted(self, started: float, events: int = 0) -> None:
-        self.done_at = time.monotonic()
-        self.gap = max(self.flood_gap if events >= self.flood else self.min_gap, 2 * (self.done_at - started))
+    def painted(self, cpu: float, now: float) -> None:
+        """The frame is on screen; it took `cpu` seconds of the event loop's thread."""
+        self.asked_at, self.done_at = None, now
+        self.gap = max(self.min_gap, cpu / self.share - cpu)
 
 
 class FullCollections:
