@@ -2,7 +2,7 @@
 
 Read as the tools view reads its sessions (store/queries.py: the newest ids from the sessions
 rollup, then their rows with coverage and cost), with each session's number of agents beside
-(store/session_queries.py). The filter narrows the rows on screen by session, agent, team, host
+(store/session_queries.py). The filter narrows the rows on screen by session, agent, harness, team, host
 or outcome.
 """
 
@@ -70,7 +70,9 @@ class SessionsScreen(StoreScreen):
 
     def compose(self) -> ComposeResult:
         yield self.head
-        yield Input(placeholder="filter: session, agent, team, host or outcome", id="sessions-filter")
+        yield Input(
+            placeholder="filter: session, agent, harness, team, host or outcome", id="sessions-filter"
+        )
         yield table("sessions-table", *COLUMNS)
         yield Footer()
 
