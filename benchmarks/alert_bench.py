@@ -46,7 +46,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agentwatch.bus.streams import ALERTS_DURABLE, STREAM_NAME
 from agentwatch.contract import build_envelope, encode_envelope
-from agentwatch.demo.simulator import TeamSimulator
+from traffic import demo_messages, publish_paced
 from tui_bench import RATE_TOLERANCE, bus, command, p95
 
 RULES = "[loop]\nrepeats = 4\n"
@@ -120,29 +120,6 @@ class Probes:
         while time.monotonic() < wait_until and any(a not in self.latency for a in agents):
             await asyncio.sleep(0.05)
         return [self.latency.get(a, float("inf")) for a in agents]
-
-
-def demo_messages(count: int, seed: int = 7) -> list[tuple[str, bytes]]:
-    out: list[tuple[str, bytes]] = []
-    for subject, _, body in TeamSimulator(seed=seed).messages():
-        out.append((subject, body))
-        if len(out) >= count:
-            return out
-    return out
-
-
-async def publish_paced(nc: Any, messages: list[tuple[str, bytes]], rate: float) -> tuple[int, float]:
-    """`messages` at `rate` a second, in 10 ms slices; (sent, seconds taken)."""
-    start = time.perf_counter()
-    sent = 0
-    while sent < len(messages):
-        due = min(len(messages), int((time.perf_counter() - start) * rate) + 1)
-        for subject, body in messages[sent:due]:
-            await nc.publish(subject, body)
-        sent = max(sent, due)
-        await asyncio.sleep(0.01)
-    await nc.flush()
-    return sent, time.perf_counter() - start
 
 
 async def backlog(js: Any) -> int:

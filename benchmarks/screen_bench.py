@@ -35,7 +35,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agentwatch.bus.live import NatsLiveSource
-from alert_bench import demo_messages, publish_paced
+from traffic import demo_messages, publish_paced
 from tui_bench import RATE_TOLERANCE, SIZE, MeasuredApp, _refreshed, bus, p95
 
 UNPAINTED_SECONDS = 10.0

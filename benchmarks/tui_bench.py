@@ -79,6 +79,7 @@ from agentwatch.tui.app import AgentwatchApp, HelpScreen
 from agentwatch.tui.model import FeedFilter
 from agentwatch.tui.sources import HistorySource, LiveSource
 from agentwatch.tui.table import Table
+from traffic import demo_messages, publish_paced
 
 TARGET_MS = 100.0
 WARMUP_EVENTS = 6000
@@ -398,8 +399,6 @@ async def start_traffic(url: str, rate: float, seconds: float) -> Demo:
 
 async def publish(url: str, rate: float, seconds: float) -> int:
     """The publisher's side: the demo team's messages at `rate`, closing with the demo's line."""
-    from alert_bench import demo_messages, publish_paced
-
     messages = demo_messages(int(rate * seconds), seed=1)
     print(f"encoded {len(messages):,} messages", flush=True)
     nc = await nats.connect(url)
