@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import posix
 
+from agentwatch.emitter.sequence import open_locked
 from agentwatch.harnesses import GEMINI_CLI, gemini_subagent_id, is_final_chunk
 from agentwatch.ids import new_event_id, sha1_digest
 from agentwatch.jsonfast import JSONError, dumpb, loads
@@ -174,15 +175,8 @@ def tracked(data_dir: str, payload: Json) -> tuple[dict[str, str] | None, Implie
         except OSError:
             pass
         return None, []
+    fd = open_locked(path)
     try:
-        fd = posix.open(path, posix.O_RDWR | posix.O_CREAT, 0o600)
-    except FileNotFoundError:
-        import os
-
-        os.makedirs(path.rpartition("/")[0], mode=0o700, exist_ok=True)
-        fd = posix.open(path, posix.O_RDWR | posix.O_CREAT, 0o600)
-    try:
-        posix.lockf(fd, posix.F_LOCK, 0)
         raw = posix.pread(fd, 1 << 20, 0)
         try:
             state = loads(raw.decode("utf-8", "replace")) if raw.strip() else {}

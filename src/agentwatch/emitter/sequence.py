@@ -23,9 +23,9 @@ def counter_path(data_dir: str, session_id: str) -> str:
     return f"{data_dir.rstrip('/')}/seq/{name}"
 
 
-def next_seq(data_dir: str, session_id: str) -> int:
-    """The next number of `session_id` on this host (1 for its first event)."""
-    path = counter_path(data_dir, session_id)
+def open_locked(path: str) -> int:
+    """A session's file (its folder made on first use), opened and locked against the other hook
+    processes of the session; the caller closes it, which lets the lock go."""
     try:
         fd = posix.open(path, posix.O_RDWR | posix.O_CREAT, 0o600)
     except FileNotFoundError:
@@ -35,6 +35,16 @@ def next_seq(data_dir: str, session_id: str) -> int:
         fd = posix.open(path, posix.O_RDWR | posix.O_CREAT, 0o600)
     try:
         posix.lockf(fd, posix.F_LOCK, 0)
+    except BaseException:
+        posix.close(fd)
+        raise
+    return fd
+
+
+def next_seq(data_dir: str, session_id: str) -> int:
+    """The next number of `session_id` on this host (1 for its first event)."""
+    fd = open_locked(counter_path(data_dir, session_id))
+    try:
         text = posix.pread(fd, 32, 0)
         value = (int(text) if text.strip().isdigit() else 0) + 1
         data = str(value).encode()
