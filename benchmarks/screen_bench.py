@@ -8,7 +8,16 @@ runs it, frames encoded as a terminal run would). Every --probe-interval seconds
 is started for a fresh agent (`GENIE_AGENT_NAME=probe-N`, a UserPromptSubmit on stdin); the
 latency includes the hook's own start, publish and the stream's acknowledgement wait, the live
 feed and the dashboard's frame. Two phases with the same probes: quiet (the reference), then the demo
-team's traffic at 2,000 events/s (--rate, pre-encoded and paced as in benchmarks/alert_bench.py).
+team's traffic at 2,000 events/s (--rate), encoded before the phase and published paced by a
+process of its own, as tui_bench publishes it: a fleet's hooks publish from their own processes
+(their own hosts, mostly), never from the dashboard's event loop. Until this was so, the traffic
+went out from the dashboard's own event loop (--traffic-in-process, kept to compare): between two
+frames the loop caught up on the publisher's writes before it read the probe's event.
+
+Besides the totals it prints where each probe's time went (the hook until the dashboard had its
+event; waiting for the frame that took it in; that repaint; until the screen was composited after
+it) and the frames of each phase: how many a second, their repaint, the composite after it, and
+the gap to the next.
 
     .venv/bin/python benchmarks/screen_bench.py [--rate 2000] [--seconds 30]
 
@@ -21,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import os
 import shutil
 import statistics
@@ -28,7 +38,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nats
 import orjson
@@ -36,9 +48,62 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agentwatch.bus.live import NatsLiveSource
 from traffic import demo_messages, publish_paced
-from tui_bench import RATE_TOLERANCE, SIZE, MeasuredApp, _refreshed, bus, p95
+from tui_bench import RAMP_SECONDS, RATE_TOLERANCE, SIZE, MeasuredApp, _refreshed, bus, p95, start_traffic
 
 UNPAINTED_SECONDS = 10.0
+
+
+class ScreenApp(MeasuredApp):
+    """MeasuredApp, and when the probe's envelope reached it, which frame took it in, and every
+    frame's times (its start, the repaint's end, the composite after it)."""
+
+    def __init__(self, live: NatsLiveSource) -> None:
+        super().__init__(live, None)
+        self.watched = b""  # the probe's agent, as it appears in its envelope's bytes
+        self.arrived = self.frame_started = self.frame_ended = 0.0
+        self.taken_in = asyncio.Event()  # set by the repaint that put the probe's row on the roster
+        self.frames: list[tuple[float, float, float]] = []
+        self._frame_marks = (0.0, 0.0)
+
+    def deliver(self, env: dict[str, Any] | bytes) -> None:
+        if self.watched and isinstance(env, bytes) and self.watched in env:
+            self.arrived = time.perf_counter()
+        super().deliver(env)
+
+    def _frame(self) -> None:
+        started = time.perf_counter()
+        super()._frame()
+        self._frame_marks = (started, time.perf_counter())
+
+    def _framed(self, started: float) -> None:
+        self.frames.append((*self._frame_marks, time.perf_counter()))
+        super()._framed(started)
+
+    def repaint(self) -> None:
+        started = time.perf_counter()
+        super().repaint()
+        if self.watched and not self.taken_in.is_set() and self.painted():
+            self.frame_started, self.frame_ended = started, time.perf_counter()
+            self.taken_in.set()
+
+    def painted(self) -> bool:
+        agent = self.watched.decode()
+        return any(a.name == agent for _, a in self._roster_rows)
+
+    def expect(self, agent: str) -> None:
+        self.watched = agent.encode()
+        self.arrived = self.frame_started = self.frame_ended = 0.0
+        self.taken_in.clear()
+
+
+@dataclass
+class Probe:
+    """One probe's times, in seconds from the hook's start (inf: never painted)."""
+
+    total: float
+    arrived: float = 0.0  # the envelope reached the dashboard
+    frame: float = 0.0  # the repaint that took it in began
+    painted: float = 0.0  # that repaint ended (the composite follows)
 
 
 def emit_command() -> str:
@@ -51,18 +116,16 @@ def emit_command() -> str:
 
 
 class Probes:
-    def __init__(self, app: MeasuredApp, url: str, workdir: Path) -> None:
+    def __init__(self, app: ScreenApp, url: str, workdir: Path) -> None:
         self.app, self.url, self.workdir = app, url, workdir
         self.emit = emit_command()
         self.n = 0
 
-    def painted(self, agent: str) -> bool:
-        return any(a.name == agent for _, a in getattr(self.app, "_roster_rows", ()))
-
-    async def probe(self) -> float:
-        """Seconds from the hook's start to its agent's row on a composited screen (inf: never)."""
+    async def probe(self) -> Probe:
+        """From the hook's start to its agent's row on a composited screen."""
         self.n += 1
         agent = f"probe-{self.n}"
+        self.app.expect(agent)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
         env.update(
             AGENTWATCH_NATS_URL=self.url,
@@ -75,17 +138,23 @@ class Probes:
             self.emit, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
         )
         hook = asyncio.create_task(proc.communicate(orjson.dumps(body)))
-        while not self.painted(agent):
-            if time.perf_counter() - started > UNPAINTED_SECONDS:
-                await hook
-                return float("inf")
-            await asyncio.sleep(0.002)
+        try:
+            await asyncio.wait_for(self.app.taken_in.wait(), UNPAINTED_SECONDS)
+        except TimeoutError:
+            await hook
+            return Probe(float("inf"))
         await _refreshed(self.app)
-        latency = time.perf_counter() - started
+        app = self.app
+        probe = Probe(
+            time.perf_counter() - started,
+            app.arrived - started,
+            app.frame_started - started,
+            app.frame_ended - started,
+        )
         await hook
-        return latency
+        return probe
 
-    async def phase(self, seconds: float, interval: float) -> list[float]:
+    async def phase(self, seconds: float, interval: float) -> list[Probe]:
         out = []
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -94,21 +163,68 @@ class Probes:
         return out
 
 
-def summary(name: str, samples: list[float]) -> str:
-    got = [s for s in samples if s != float("inf")]
+def painted(samples: list[Probe]) -> list[Probe]:
+    return [s for s in samples if s.total != float("inf")]
+
+
+def summary(name: str, samples: list[Probe]) -> str:
+    got = painted(samples)
     lost = len(samples) - len(got)
     if not got:
         return f"{name}: no probe painted"
+    total = [s.total for s in got]
     return (
-        f"{name}: {len(got)} probes, hook-to-screen median {statistics.median(got) * 1000:.0f} ms, "
-        f"p95 {p95(got) * 1000:.0f} ms, max {max(got) * 1000:.0f} ms"
-        + (f", {lost} never painted" if lost else "")
+        f"{name}: {len(got)} probes, hook-to-screen median {ms(statistics.median(total))}, "
+        f"p95 {ms(p95(total))}, max {ms(max(total))}" + (f", {lost} never painted" if lost else "")
     )
 
 
+def breakdown(name: str, samples: list[Probe]) -> str:
+    """Where each probe's time went: median / p95 of each step, in ms."""
+    got = painted(samples)
+    if not got:
+        return ""
+    steps = {
+        "hook until the dashboard had it": [s.arrived for s in got],
+        "waiting for its frame": [s.frame - s.arrived for s in got],
+        "the repaint": [s.painted - s.frame for s in got],
+        "the composite": [s.total - s.painted for s in got],
+    }
+    parts = [f"{what} {ms(statistics.median(v))} / {ms(p95(v))}" for what, v in steps.items()]
+    return f"  {name}, median / p95: " + "; ".join(parts)
+
+
+def frames_line(name: str, frames: list[tuple[float, float, float]]) -> str:
+    """How often frames came and what each took, median / p95 in ms."""
+    if len(frames) < 2:
+        return ""
+    seconds = frames[-1][2] - frames[0][0]
+    steps = {
+        "repaint": [end - start for start, end, _ in frames],
+        "repaint to composited": [done - end for _, end, done in frames],
+        "composited to the next frame": [b[0] - a[2] for a, b in itertools.pairwise(frames)],
+    }
+    parts = [f"{what} {ms(statistics.median(v))} / {ms(p95(v))}" for what, v in steps.items()]
+    return f"  {name} frames: {len(frames) / seconds:.1f}/s; " + "; ".join(parts)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+async def traffic_in_process(url: str, rate: float, seconds: float) -> tuple[int, float]:
+    """The older way, for comparison: published from the dashboard's own event loop."""
+    messages = demo_messages(int(rate * seconds))
+    nc = await nats.connect(url)
+    try:
+        return await publish_paced(nc, messages, rate)
+    finally:
+        await nc.close()
+
+
 async def run(args: argparse.Namespace, url: str, workdir: Path) -> int:
-    messages = demo_messages(int(args.rate * (args.seconds + 3)))
-    app = MeasuredApp(NatsLiveSource(url), None)
+    traffic_seconds = args.seconds + 1.0
+    app = ScreenApp(NatsLiveSource(url))
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 30
         while not app.bus_ok:
@@ -118,13 +234,25 @@ async def run(args: argparse.Namespace, url: str, workdir: Path) -> int:
             await pilot.pause(0.1)
         probes = Probes(app, url, workdir)
         await probes.probe()  # warm: the first hook run compiles nothing, but fills the page cache
+        app.frames.clear()
         quiet = await probes.phase(min(args.seconds, 10.0), args.probe_interval)
-        nc = await nats.connect(url)
-        traffic = asyncio.create_task(publish_paced(nc, messages, args.rate))
-        await asyncio.sleep(2.0)
-        loaded = await probes.phase(max(1.0, args.seconds - 2.0), args.probe_interval)
-        sent, took = await traffic
-        await nc.close()
+        quiet_frames = list(app.frames)
+        if args.traffic_in_process:
+            inline = asyncio.create_task(traffic_in_process(url, args.rate, traffic_seconds))
+        else:
+            publisher = await start_traffic(url, args.rate, traffic_seconds)
+        await asyncio.sleep(RAMP_SECONDS)
+        app.frames.clear()
+        loaded = await probes.phase(max(1.0, args.seconds - RAMP_SECONDS), args.probe_interval)
+        loaded_frames = list(app.frames)
+        if args.traffic_in_process:
+            sent, took = await inline
+        else:
+            code, published = await publisher.finish(60), publisher.result()
+            if code != 0 or published is None:
+                print("the publisher failed:\n" + "\n".join(publisher.lines))
+                return 2
+            sent, _, took, _ = published
         live_workers = [worker for worker in app.workers if worker.group == "live"]
     for worker in live_workers:
         with contextlib.suppress(Exception):
@@ -132,10 +260,17 @@ async def run(args: argparse.Namespace, url: str, workdir: Path) -> int:
     if sent / took < args.rate * RATE_TOLERANCE:
         print(f"the traffic went out at {sent / took:,.0f}/s, not {args.rate:g}: this run says nothing")
         return 2
-    print(f"dashboard {SIZE[0]}x{SIZE[1]}; traffic: {sent:,} demo messages at {sent / took:,.0f}/s")
+    where = "this process's event loop" if args.traffic_in_process else "a process of its own"
+    print(
+        f"dashboard {SIZE[0]}x{SIZE[1]}; traffic: {sent:,} demo messages at {sent / took:,.0f}/s from {where}"
+    )
     print(summary("quiet (reference)", quiet))
     print(summary(f"under {args.rate:g} events/s", loaded))
-    ok_q, ok_l = [s for s in quiet if s != float("inf")], [s for s in loaded if s != float("inf")]
+    print(breakdown("quiet", quiet))
+    print(breakdown("loaded", loaded))
+    print(frames_line("quiet", quiet_frames))
+    print(frames_line("loaded", loaded_frames))
+    ok_q, ok_l = [s.total for s in painted(quiet)], [s.total for s in painted(loaded)]
     if ok_q and ok_l:
         print(
             f"ratio loaded/quiet: median {statistics.median(ok_l) / statistics.median(ok_q):.2f}x, "
@@ -152,6 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="the loaded phase (default %(default)g)")
     parser.add_argument(
         "--probe-interval", type=float, default=0.5, help="seconds between probes (default %(default)g)"
+    )
+    parser.add_argument(
+        "--traffic-in-process",
+        action="store_true",
+        help="publish the traffic from the dashboard's own event loop, as this benchmark did before",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="screen-bench-") as tmp:
