@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from agentwatch.tui.table import Table
+from agentwatch.tui.table import Cell, Table, line_segments, rich_segments
 from tests.tui.test_tui_app import until
 
 
@@ -130,3 +132,27 @@ async def test_rows_coming_in_scroll_the_newest_into_view_without_laying_out_the
         )
         assert table.vertical_scrollbar.window_virtual_size == len(rows) + 1
         assert layouts == []
+
+
+def test_a_line_is_the_segments_rich_gives_for_the_same_cells() -> None:
+    """The table builds a line's segments itself; they are rich's for the Text it used to build."""
+    console = Console()
+    base = Style(color="white", bgcolor="black")
+    cells_of_lines: list[list[Cell]] = [
+        ["plain", "cut because it is far too long", "日本語テキスト", "x"],
+        ["bell\x07 and\rreturn", "two\nlines", "", "exactly10!"],
+        [Text("styled", style="bold red"), "plain", Text("a Style", style=Style(italic=True)), "end"],
+        ["first plain", Text("", style="green"), Text("no style"), Text("日本語テキストです", style="dim")],
+        [Text("spans: ") + Text("red", style="red"), "through rich"],
+        [Text("two\nlines styled", style="bold")],
+        ["fewer cells than columns"],
+        ["a", "b", "c", "d", "more cells than columns"],
+    ]
+    for cells in cells_of_lines:
+        for widths in ([6, 3, 10, 10], [1, 1, 1, 1], [20, 12, 8, 9]):
+            assert line_segments(cells, widths, base, console) == rich_segments(
+                cells, widths, base, console
+            ), (
+                cells,
+                widths,
+            )

@@ -14,8 +14,13 @@ a feed that scrolls by hundreds of events a second renders only the lines new on
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rich.cells import cell_len, set_cell_size
+from rich.console import Console
+from rich.control import strip_control_codes
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -45,6 +50,79 @@ def _same_cells(a: Sequence[Cell], b: Sequence[Cell]) -> bool:
         elif x != y:
             return False
     return True
+
+
+def _fit(plain: str, width: int) -> str:
+    """`plain` in exactly `width` cells: cut with an ellipsis, or padded (rich's Text.truncate)."""
+    length = cell_len(plain)
+    if length > width:
+        return set_cell_size(plain, width - 1) + "…"
+    return plain + " " * (width - length) if length < width else plain
+
+
+def line_segments(
+    cells: Sequence[Cell], widths: Sequence[int], base: Style, console: Console
+) -> tuple[list[Segment], int, Style]:
+    """One table line's segments, its length in cells, and its style: each cell cut or padded to
+    its column's width between two spaces, in `base` and the cell's own style. The same segments
+    rich gives for the Text the table used to build per line (tests/tui/test_tui_table.py holds it
+    to that), without building one: that was most of a feed line's cost, and under a flood every
+    line of the feed is new at every frame. A cell with styled parts of its own goes through rich."""
+    if any(isinstance(cell, Text) and cell.spans for cell in cells):
+        return rich_segments(cells, widths, base, console)
+    get_style = console.get_style
+    segments: list[Segment] = []
+    plain = ""  # text in the line's own style, not yet a segment
+    length = 0
+    for cell, width in zip(cells, widths, strict=False):
+        if isinstance(cell, Text):
+            text, style = cell.plain, cell.style
+        else:
+            text, style = strip_control_codes(str(cell)), ""
+        text = _fit(text.replace("\n", " ") if "\n" in text else text, width)
+        length += width + 2
+        if not style:
+            plain += f" {text} "
+            continue
+        segments.append(Segment(plain + " ", base))
+        segments.append(Segment(text, base + get_style(style, default=Style.null())))
+        plain = " "
+    if not segments:
+        # rich gives a Text without styled parts as one segment with no style at all: the line's
+        # own style (the header's, the cursor's) is then left to the widget's (as it always was).
+        return [Segment(plain)], length, base
+    segments.append(Segment(plain, base))
+    return segments, length, base
+
+
+def rich_segments(
+    cells: Sequence[Cell], widths: Sequence[int], base: Style, console: Console
+) -> tuple[list[Segment], int, Style]:
+    line = Text(style=base, no_wrap=True, end="")
+    for cell, width in zip(cells, widths, strict=False):
+        text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
+        if "\n" in text.plain:
+            text = Text(text.plain.replace("\n", " "), style=text.style)
+        text.truncate(width, overflow="ellipsis", pad=True)
+        line.append(" ")
+        line.append_text(text)
+        line.append(" ")
+    return list(line.render(console)), line.cell_len, base
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """What every line of one rendering pass shares."""
+
+    width: int
+    widths: list[int]
+    scroll_x: int
+    scroll_y: int
+    view: tuple[int, int, int]
+    base: Style
+    cursor: Style
+    blurred: Style
+    header: Style
 
 
 class Table(ScrollView, can_focus=True):
@@ -115,6 +193,9 @@ class Table(ScrollView, can_focus=True):
         self._drawn: dict[int, tuple[Any, int] | None] = {}
         self._drawn_view: tuple[int, int, int] | None = None
         self._cells: dict[int, Sequence[Cell]] = {}  # row index -> its cells, for this frame
+        self._pass: _Pass | None = None
+        self._in_pass = False
+        self._header: tuple[tuple[Any, ...], Strip] | None = None
 
     # -- what the owner sets -----------------------------------------------------------------
 
@@ -238,28 +319,49 @@ class Table(ScrollView, can_focus=True):
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def _line(self, cells: Sequence[Cell], widths: list[int], base: Style) -> Text:
-        line = Text(style=base, no_wrap=True, end="")
-        for cell, width in zip(cells, widths, strict=False):
-            text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
-            if "\n" in text.plain:
-                text = Text(text.plain.replace("\n", " "), style=text.style)
-            text.truncate(width, overflow="ellipsis", pad=True)
-            line.append(" ")
-            line.append_text(text)
-            line.append(" ")
-        return line
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The compositor's lines: what they all share (widths, styles, the view) worked out once,
+        not per line (the widget's style alone walks every ancestor's styles: 2 ms a frame)."""
+        self._pass = None
+        self._in_pass = True
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._in_pass, self._pass = False, None
+
+    def _shared(self) -> _Pass:
+        context = self._pass
+        if context is None:
+            width = self.scrollable_content_region.width
+            context = _Pass(
+                width=width,
+                widths=self._widths(width),
+                scroll_x=round(self.scroll_x),
+                scroll_y=round(self.scroll_y),
+                view=self._view(),
+                base=self.rich_style,
+                cursor=self.get_component_rich_style("table--cursor"),
+                blurred=self.get_component_rich_style("table--cursor-blurred"),
+                header=self.get_component_rich_style("table--header"),
+            )
+            if self._in_pass:
+                self._pass = context
+        return context
 
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
-        widths = self._widths(width)
-        scroll_x = round(self.scroll_x)
+        context = self._shared()
+        width, scroll_x = context.width, context.scroll_x
         if y == 0:
-            header = self._line(self.column_labels, widths, self.get_component_rich_style("table--header"))
-            return self._strip(header, scroll_x, width)
-        index = round(self.scroll_y) + y - 1
-        base = self.rich_style
-        self._drawn_view = self._view()
+            heading = (tuple(self.column_labels), tuple(context.widths), scroll_x, width, context.header)
+            if self._header is None or self._header[0] != heading:
+                header = line_segments(
+                    self.column_labels, context.widths, context.base + context.header, self.app.console
+                )
+                self._header = (heading, self._strip(header, scroll_x, width))
+            return self._header[1]
+        index = context.scroll_y + y - 1
+        base = context.base
+        self._drawn_view = context.view
         shown = self._drawn[y] = self._shown(index)
         if shown is None:
             return Strip.blank(width, base)
@@ -271,10 +373,9 @@ class Table(ScrollView, can_focus=True):
             if cached is not None and cached[0] is item and cached[1] == key:
                 return cached[2]
         if cursor:
-            name = "table--cursor" if shown[1] == 2 else "table--cursor-blurred"
-            base = base + self.get_component_rich_style(name)
+            base = base + (context.cursor if shown[1] == 2 else context.blurred)
         cells = self._cells_of(item) if self._stable else shown[0]
-        strip = self._strip(self._line(cells, widths, base), scroll_x, width)
+        strip = self._strip(line_segments(cells, context.widths, base, self.app.console), scroll_x, width)
         if self._stable:
             self._lines.set(id(item), (item, key, strip))
         return strip
@@ -286,11 +387,11 @@ class Table(ScrollView, can_focus=True):
             blank: list[Cell] = [""] * (len(self._columns) - 1)
             return [*blank, Text(f"(cannot show this row: {type(exc).__name__})")]
 
-    def _strip(self, line: Text, scroll_x: int, width: int) -> Strip:
-        strip = Strip(list(line.render(self.app.console)), line.cell_len)
-        if scroll_x == 0 and strip.cell_length == width:
+    def _strip(self, line: tuple[list[Segment], int, Style], scroll_x: int, width: int) -> Strip:
+        segments, length, style = line
+        strip = Strip(segments, length)
+        if scroll_x == 0 and length == width:
             return strip
-        style = line.style if isinstance(line.style, Style) else None
         return strip.crop_extend(scroll_x, scroll_x + width, style)
 
     # -- input -------------------------------------------------------------------------------
