@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -132,6 +132,38 @@ async def test_rows_coming_in_scroll_the_newest_into_view_without_laying_out_the
         )
         assert table.vertical_scrollbar.window_virtual_size == len(rows) + 1
         assert layouts == []
+
+
+async def test_a_long_table_growing_at_its_end_draws_its_scrollbar_only_when_the_thumb_moves() -> None:
+    """A feed of thousands of rows that follows its newest grows by a few rows a frame: the thumb
+    stays at the end, so the scrollbar takes its new figures without being drawn again; a change
+    that moves the thumb draws it."""
+    rows = list(range(5000))
+    app = Host(rows)
+    async with app.run_test(size=(60, 12)) as pilot:
+        await until(pilot, lambda: app.formatted)
+        await pilot.pause(0.1)
+        table = app.query_one(Table)
+        bar = table.vertical_scrollbar
+        drawn: list[int] = []
+        render = bar.render
+
+        def counted() -> RenderableType:
+            drawn.append(len(rows))
+            return render()
+
+        bar.render = counted  # type: ignore[method-assign]
+        for _ in range(10):
+            rows.extend(range(len(rows), len(rows) + 3))
+            table.set_rows(rows, app.cells, follow=True)
+            await pilot.pause(0.02)
+        assert drawn == [], drawn
+        assert bar.window_virtual_size == table.virtual_size.height == len(rows) + 1
+        assert bar.position == table.scroll_y == table.max_scroll_y
+        assert screen_lines(app)[-1].lstrip().startswith(str(len(rows) - 1))
+        table.move_cursor(0)
+        await until(pilot, lambda: drawn)
+        assert bar.position == table.scroll_y == 0
 
 
 def test_a_line_is_the_segments_rich_gives_for_the_same_cells() -> None:

@@ -368,8 +368,10 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             self.sort, text=self.filter.agent, now=now, show_folded=self.show_folded
         )
         self._main_query("#roster", Table).set_rows(self._roster_rows, self._roster_cells)
+        title = roster_title(self.roster, now, self.show_folded)
         pane = self._main_query("#roster-pane", Vertical)
-        pane.border_title = roster_title(self.roster, now, self.show_folded)
+        if pane.border_title != title:  # setting it repaints the whole pane, its border and all
+            pane.border_title = title
 
     def _roster_cells(self, row: tuple[int, Agent]) -> list[Cell]:
         return roster_cells(row, self.clock(), self.palette, self.costs, self.alerts, self._roster_keys)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import ceil
 from typing import Any, ClassVar
 
 from rich.cells import cell_len, set_cell_size
@@ -29,6 +30,7 @@ from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 Cell = str | Text
@@ -196,6 +198,7 @@ class Table(ScrollView, can_focus=True):
         self._pass: _Pass | None = None
         self._in_pass = False
         self._header: tuple[tuple[Any, ...], Strip] | None = None
+        self._scrollbar_due = False
 
     # -- what the owner sets -----------------------------------------------------------------
 
@@ -224,11 +227,13 @@ class Table(ScrollView, can_focus=True):
         """
         self._rows, self._to_cells, self._stable = rows, render, stable
         self._cells = {}
-        self._resize_virtual()
+        self._resize_virtual(later=True)
         if follow:
             self.move_cursor(len(rows) - 1)
         else:
             self.move_cursor(self.cursor_row, scroll=False)
+        if self._scrollbar_due:
+            self._settle_scrollbar()
 
     @property
     def row_count(self) -> int:
@@ -287,7 +292,9 @@ class Table(ScrollView, can_focus=True):
         rest = max(8, total - fixed - padding)
         return [w if w is not None else rest for _, w in self._columns]
 
-    def _resize_virtual(self) -> None:
+    def _resize_virtual(self, *, later: bool = False) -> None:
+        """The virtual size for the rows and columns. `later`: the scrollbar is settled by the
+        caller, once the cursor has moved (a feed that follows its newest row ends where it was)."""
         width = sum(self._widths(self.scrollable_content_region.width)) + 2 * len(self._columns)
         size = Size(width, len(self._rows) + 1)
         if size == self.virtual_size:
@@ -301,7 +308,53 @@ class Table(ScrollView, can_focus=True):
         # flood the feed's row count changes at every repaint; that layout cost more than the
         # repaint itself.
         self.set_reactive(Table.virtual_size, size)
-        self._scroll_update(size)
+        if later:
+            self._scrollbar_due = True
+        else:
+            self._settle_scrollbar()
+
+    def _settle_scrollbar(self) -> None:
+        self._scrollbar_due = False
+        if self._thumb_stays(self.virtual_size.height, self.scroll_y):
+            self.scroll_y = self.validate_scroll_y(self.scroll_y)
+        else:
+            self._scroll_update(self.virtual_size)
+
+    def _thumb_stays(self, rows: int, position: float) -> bool:
+        """The vertical scrollbar takes `rows` and `position` without a repaint when they draw its
+        thumb where it is drawn now (a feed of thousands of lines, growing by a few, scrolled to
+        its end): Textual repaints a scrollbar whenever its figures change, a tenth of a frame's
+        cost under a flood. Textual's own drawing of the bar decides, for the figures it shows and
+        the new ones; a bar that appears or goes takes the ordinary way."""
+        if not self.show_vertical_scrollbar or not self.vertical_scrollbar.is_mounted:
+            return False
+        bar = self.vertical_scrollbar
+        height = self.container_size.height
+        if min(rows, bar.window_virtual_size) <= height:
+            return False
+        position = bar.validate_position(position)
+
+        def drawn(virtual: int, at: float) -> list[Segment]:
+            window = bar.window_size if bar.window_size < virtual else 0
+            return bar.renderer.render_bar(
+                size=bar.size.height,
+                virtual_size=ceil(virtual),
+                window_size=ceil(window),
+                position=at,
+                thickness=bar.size.width,
+            ).segments
+
+        if drawn(rows, position) != drawn(bar.window_virtual_size, bar.position):
+            return False
+        bar.set_reactive(ScrollBar.window_virtual_size, rows)
+        bar.set_reactive(ScrollBar.position, position)
+        return True
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        if not self._thumb_stays(self.virtual_size.height, new_value):
+            super().watch_scroll_y(old_value, new_value)
+        elif round(old_value) != round(new_value):
+            self.refresh(self.size.region)
 
     def on_resize(self, _event: events.Resize) -> None:
         self._resize_virtual()
