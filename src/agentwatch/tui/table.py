@@ -308,7 +308,7 @@ class Table(ScrollView, can_focus=True):
         # flood the feed's row count changes at every repaint; that layout cost more than the
         # repaint itself.
         self.set_reactive(Table.virtual_size, size)
-        if later:
+        if later and self._scrollbar_stays(size.height):
             self._scrollbar_due = True
         else:
             self._settle_scrollbar()
@@ -320,18 +320,21 @@ class Table(ScrollView, can_focus=True):
         else:
             self._scroll_update(self.virtual_size)
 
+    def _scrollbar_stays(self, rows: int) -> bool:
+        """The vertical scrollbar is shown, for the rows it has and for `rows`."""
+        if not self.show_vertical_scrollbar or not self.vertical_scrollbar.is_mounted:
+            return False
+        return min(rows, self.vertical_scrollbar.window_virtual_size) > self.container_size.height
+
     def _thumb_stays(self, rows: int, position: float) -> bool:
         """The vertical scrollbar takes `rows` and `position` without a repaint when they draw its
         thumb where it is drawn now (a feed of thousands of lines, growing by a few, scrolled to
         its end): Textual repaints a scrollbar whenever its figures change, a tenth of a frame's
         cost under a flood. Textual's own drawing of the bar decides, for the figures it shows and
         the new ones; a bar that appears or goes takes the ordinary way."""
-        if not self.show_vertical_scrollbar or not self.vertical_scrollbar.is_mounted:
+        if not self._scrollbar_stays(rows):
             return False
         bar = self.vertical_scrollbar
-        height = self.container_size.height
-        if min(rows, bar.window_virtual_size) <= height:
-            return False
         position = bar.validate_position(position)
 
         def drawn(virtual: int, at: float) -> list[Segment]:
