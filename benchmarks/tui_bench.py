@@ -124,17 +124,18 @@ class MeasuredApp(AgentwatchApp):
     def __init__(self, live: LiveSource, history: HistorySource | None) -> None:
         super().__init__(live, history)
         self.received = 0
-        self.repaint_times: list[tuple[float, int]] = []  # (seconds, events applied)
+        self.repaint_times: list[tuple[float, int]] = []  # (seconds, events new on screen)
+        self._painted_total = 0
 
     def deliver(self, env: dict[str, Any] | bytes) -> None:
         self.received += 1
         super().deliver(env)
 
     def repaint(self) -> None:
-        before = self.feed.total
         started = time.perf_counter()
         super().repaint()
-        self.repaint_times.append((time.perf_counter() - started, self.feed.total - before))
+        self.repaint_times.append((time.perf_counter() - started, self.feed.total - self._painted_total))
+        self._painted_total = self.feed.total
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         update: object = renderable

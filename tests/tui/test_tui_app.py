@@ -367,6 +367,29 @@ async def test_live_events_are_painted_as_they_come_and_a_flood_is_coalesced(mon
     assert all(b - a >= 0.045 for a, b in itertools.pairwise(frames)), frames
 
 
+async def test_a_live_event_is_in_the_model_when_it_arrives_and_a_frame_only_paints_it() -> None:
+    """Applying a flood's events was half of each frame, the event loop held: each goes into the
+    model when it is delivered. Paused, or behind others that wait, it waits too."""
+    live = FakeLive([])
+    app = AgentwatchApp(live, None, clock=lambda: BASE)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: live.deliver is not None and app._pacer.ready)
+        assert live.deliver is not None
+        first, second, third = team_traffic()[:3]
+        live.deliver(first)
+        assert (app.feed.total, app.waiting, len(app.roster)) == (1, 0, 1), "in the model, no frame yet"
+        assert feed_rows(app) == []
+        await painted(pilot, app, 1)
+        assert len(feed_rows(app)) == 1
+        app.action_toggle_pause()
+        live.deliver(second)
+        live.deliver(third)
+        assert (app.feed.total, app.waiting) == (1, 2), "paused: they wait"
+        app.action_toggle_pause()
+        await painted(pilot, app, 3)
+        assert [row[2] for row in feed_rows(app)] == ["UserPromptSubmit", "PreToolUse", "SubagentStart"]
+
+
 async def test_full_garbage_collections_run_on_the_apps_timer() -> None:
     import gc
 

@@ -6,11 +6,12 @@ the costs, and which of the live events counted on top of the last answer it now
 events it does not hold yet are counted on top of the new answer (model.Unconfirmed). So a
 dashboard opened at any moment shows what `agentwatch sql` says, within one refresh.
 
-Envelopes from the LiveSource land in a bounded buffer (never touching widgets from the source's
-callback) and ask for a frame: one repaint that drains the buffer into the model, at once when the
-screen is idle, else when the last frame's cost allows (common.Pacer), so a flood of events costs a
-frame every 50 ms or more, not a repaint per event; a timer moves ages on. The feed's recent
-history comes from the HistorySource in a worker thread.
+Envelopes from the LiveSource go into the model as they arrive (never touching widgets from the
+source's callback; into a bounded buffer while paused or while the history loads) and ask for a
+frame: one repaint of what changed, at once when the screen is idle, else when the last frame's cost
+allows (common.Pacer), so a flood of events costs a frame every few tens of ms, not a repaint per
+event; a timer moves ages on. The feed's recent history comes from the HistorySource in a worker
+thread.
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._history_done = history is None
         self._history_ids: set[str] = set()
         self._dropped = 0
+        self._fresh = 0  # events applied as they came, not painted yet
         self._dirty = True
         self._feed_lines: list[FeedLine] = []
         self._roster_rows: list[tuple[int, Agent]] = []
@@ -201,12 +203,35 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     # -- data in -----------------------------------------------------------------------------
 
     def deliver(self, env: dict[str, Any] | bytes) -> None:
-        """From the live source (on the app's event loop): buffer it, and have it painted now when
-        the screen is idle, else as soon as the last frame's cost allows (a flood is coalesced)."""
-        if len(self._pending) == self._pending.maxlen:
-            self._dropped += 1
-        self._pending.append(env)
+        """From the live source (on the app's event loop): into the model at once (buffered while
+        paused, while the history loads, or behind what is), and painted now when the screen is
+        idle, else as soon as the last frame's cost allows (a flood is coalesced). A frame then
+        only paints: under a flood, applying its events was half of it, the event loop held."""
+        if self._pending or self.paused or not self._history_done:
+            if len(self._pending) == self._pending.maxlen:
+                self._dropped += 1
+            self._pending.append(env)
+        elif self._take(env):
+            self._fresh += 1
         self._ask_frame()
+
+    def _take(self, item: dict[str, Any] | bytes) -> bool:
+        """One delivered envelope into the model; False for what is none, or in from the history."""
+        raw = item if isinstance(item, bytes) else None
+        if isinstance(item, bytes):
+            try:
+                decoded = orjson.loads(item)
+            except orjson.JSONDecodeError:
+                return False  # not an envelope: the store dead-letters it, the dashboard skips it
+            if not isinstance(decoded, dict):
+                return False
+            env: dict[str, Any] = decoded
+        else:
+            env = item
+        if self._history_ids and str(env.get("id", "")) in self._history_ids:
+            return False  # already in from the history
+        self.apply(env, raw)
+        return True
 
     def _ask_frame(self) -> None:
         wait = self._pacer.ask(time.monotonic())
@@ -223,12 +248,12 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def _framed(self, started: float) -> None:
         self._pacer.painted(time.thread_time() - started, time.monotonic())
-        if self._pending and not self.paused:
+        if self._fresh or (self._pending and not self.paused):
             self._ask_frame()  # what came during the frame
 
     def _laid_out(self) -> None:
         self._pacer.ready = True  # a frame now lands where it should
-        if self._pending:
+        if self._pending or self._fresh:
             self._ask_frame()
 
     def _tick(self) -> None:
@@ -275,25 +300,10 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._repaint()
 
     def _repaint(self) -> int:
-        """Apply what the live source delivered and paint; how many events it applied."""
-        drained = 0
+        """Apply what waited (paused, the history loading) and paint; how many events are new on it."""
+        drained, self._fresh = self._fresh, 0
         while self._pending and not self.paused and self._history_done:
-            item = self._pending.popleft()
-            raw = item if isinstance(item, bytes) else None
-            if raw is not None:
-                try:
-                    decoded = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue  # not an envelope: the store dead-letters it, the dashboard skips it
-                if not isinstance(decoded, dict):
-                    continue
-                env = decoded
-            else:
-                env = item  # type: ignore[assignment]
-            if self._history_ids and str(env.get("id", "")) in self._history_ids:
-                continue  # already in from the history
-            self.apply(env, raw)
-            drained += 1
+            drained += self._take(self._pending.popleft())
         if self._history_ids and not self._pending:
             self._history_ids.clear()
         if not self._main_visible():
