@@ -4,10 +4,11 @@ composited after it.
 
 Runs on loopback, in a temporary directory: the bundled nats-server with the GENIE stream, and the
 real dashboard (AgentwatchApp with NatsLiveSource, headless, 160x48, as benchmarks/tui_bench.py
-runs it, frames encoded as a terminal run would). Every --probe-interval seconds a hook process
-is started for a fresh agent (`GENIE_AGENT_NAME=probe-N`, a UserPromptSubmit on stdin); the
-latency includes the hook's own start, publish and the stream's acknowledgement wait, the live
-feed and the dashboard's frame. Two phases with the same probes: quiet (the reference), then the demo
+runs it, frames encoded as a terminal run would). Every --probe-interval seconds (on average: each
+pause drawn between half and one and a half of it) a hook process is started for a fresh agent
+(`GENIE_AGENT_NAME=probe-N`, a UserPromptSubmit on stdin); the latency includes the hook's own
+start, publish and the stream's acknowledgement wait, the live feed and the dashboard's frame.
+Two phases with the same probes: quiet (the reference), then the demo
 team's traffic at 2,000 events/s (--rate), encoded before the phase and published paced by a
 process of its own, as tui_bench publishes it: a fleet's hooks publish from their own processes
 (their own hosts, mostly), never from the dashboard's event loop. Until this was so, the traffic
@@ -32,6 +33,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -120,6 +122,11 @@ class Probes:
         self.app, self.url, self.workdir = app, url, workdir
         self.emit = emit_command()
         self.n = 0
+        # The pause before each probe varies: a fixed one, counted from the last probe's frame,
+        # started every probe at the same point of the frames' rhythm (0.5 s is 7 frames of 71 ms),
+        # so each waited for its frame the same (the whole gap, run after run); a hook is started
+        # at any moment.
+        self.spread = random.Random(7)  # noqa: S311 (when to probe, not a secret)
 
     async def probe(self) -> Probe:
         """From the hook's start to its agent's row on a composited screen."""
@@ -159,7 +166,7 @@ class Probes:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             out.append(await self.probe())
-            await asyncio.sleep(interval)
+            await asyncio.sleep(interval * self.spread.uniform(0.5, 1.5))
         return out
 
 
