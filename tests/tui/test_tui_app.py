@@ -364,7 +364,7 @@ async def test_live_events_are_painted_as_they_come_and_a_flood_is_coalesced(mon
             await asyncio.sleep(0)
         await painted(pilot, app, len(flood))
     assert 1 <= len(frames) <= 4, f"30 bursts in {len(frames)} frames"
-    assert all(b - a >= 0.045 for a, b in itertools.pairwise(frames)), frames
+    assert all(b - a >= 0.9 * app_module.MIN_REPAINT_GAP for a, b in itertools.pairwise(frames)), frames
 
 
 async def test_a_live_event_is_in_the_model_when_it_arrives_and_a_frame_only_paints_it() -> None:
