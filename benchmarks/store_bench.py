@@ -364,8 +364,9 @@ def consumers(
     # (--before) reads its own durable, and its drain waits for both.
     ours = dict(base, AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=f"{tmp}/ours{i}")
     out = [("agentwatch store", [str(BIN / "agentwatch"), "store"], ours, [STORE_DURABLE])]
-    collector = [STORE_DURABLE, ALERTS_DURABLE]
     if args.before:
+        alerts = Path(args.before, "agentwatch", "consumers", "alerts.py").read_text()
+        collector = [STORE_DURABLE] if "def see(" in alerts else [STORE_DURABLE, ALERTS_DURABLE]
         env = dict(base, AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=f"{tmp}/before{i}",
                    PYTHONPATH=str(Path(args.before).resolve()))  # fmt: skip
         out.append(
