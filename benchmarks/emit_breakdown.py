@@ -30,11 +30,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+# The installed script's lines before it imports the hook (its package put on sys.path, its
+# bundle of modules found: emitter/bundle.py), run as they are, then the hook's parts one by one.
 DRIVER = """
 import time
 t0 = time.process_time()
 import posix, sys
-sys.path.append({package_parent!r})
+__file__ = {script!r}
+with open(__file__, encoding="utf-8") as script:
+    exec(script.read().partition(\"from agentwatch.emitter.hook import main\")[0])
 import agentwatch.emitter.hook as hook
 t1 = time.process_time()
 import _socket, agentwatch.emitter.sequence, agentwatch.emitter.wire
@@ -48,11 +52,12 @@ posix._exit(0)
 """
 
 
-def package_parent() -> str:
-    """The directory the installed `agentwatch` package is in (src/ for an editable install)."""
-    import agentwatch
-
-    return str(Path(agentwatch.__file__).resolve().parent.parent)
+def installed_script() -> str:
+    """The installed `agentwatch-emit` beside this interpreter."""
+    script = Path(sys.executable).parent / "agentwatch-emit"
+    if not script.is_file():
+        sys.exit(f"{script} is not installed: pip install -e . first")
+    return str(script)
 
 
 def _cpu(cmd: list[str], env: dict[str, str]) -> float:
@@ -65,7 +70,7 @@ def _cpu(cmd: list[str], env: dict[str, str]) -> float:
 
 def _parts(payload: bytes, env: dict[str, str], importtime: bool = False) -> tuple[list[float], str]:
     flags = ["-X", "importtime"] if importtime else []
-    driver = DRIVER.format(package_parent=package_parent())
+    driver = DRIVER.format(script=installed_script())
     command = [sys.executable, "-IS", *flags, "-c", driver]
     result = subprocess.run(command, input=payload, env=env, capture_output=True, check=False)
     text = result.stderr.decode(errors="replace")
