@@ -10,13 +10,20 @@ a third of that, still through the import system (a finder in `sys.meta_path`, i
 `zipimport`, is pure Python that reads the archive again for every module: slower here than the
 files themselves (5.2 ms against 4.2 ms for these modules, CPU, measured the same way).
 
-The file goes beside the package's `.pyc` files (`agentwatch/emitter/__pycache__/`), one per
-interpreter version, written by the first hook run that found it missing or out of date, after
-the run's work (the hook's script calls `refresh`), when that directory can be written; else the
-hook imports its modules as before. Compiled with docstrings left out (`optimize=2`: none of
-these modules asserts or reads a docstring), which makes it 13% smaller and 0.1 ms quicker to load.
+The file goes in the `__pycache__` of the `site-packages` beside the script (its
+installation's: `bin/../lib/pythonX.Y/site-packages`, a place the script finds without a search),
+one per interpreter version, and names the directory that holds the package (an editable
+install's `src/` too), so the script needs neither `site` nor code of its own to find it: every
+line of the script is compiled on every run (Python keeps no bytecode for a script), and its
+search for the package cost 0.25 ms of that. It is written by the first hook run that found it
+missing or out of date, after the run's work (the hook's script names it `stale`), when that
+directory can be written; until then the script puts `site-packages` on `sys.path` (and runs
+`site` for an editable install's `.pth` file) and the hook imports its modules as before.
+Compiled with docstrings left out (`optimize=2`: none of these modules asserts or reads a
+docstring), which makes it 13% smaller and 0.1 ms quicker to load.
 
-Standard library only, imported off the hook's path: only by a run that writes the file.
+Standard library only. Its code runs in every hook run (from the file, before the hook's modules):
+`install` and the finder; the rest only in a run that writes the file.
 """
 
 from __future__ import annotations
@@ -45,10 +52,11 @@ MODULES = (
     "agentwatch.emitter.sequence",
 )
 EXTENSIONS = ("_json", "_socket")
-# The layout of the file: marshal of (FORMAT, this module's code, sys.version, [(name, path,
-# kind, mtime_ns, size)], {name: code}), kind one of PACKAGE, MODULE, EXTENSION. The script reads
-# it, checks FORMAT, and runs this module's code from it, whose `install` checks the rest.
-FORMAT = 3
+# The layout of the file: marshal of (FORMAT, this module's code, sys.version, [directory put on
+# sys.path], [(name, path, kind, mtime_ns, size)], {name: code}), kind one of PACKAGE, MODULE,
+# EXTENSION. The script reads it, checks FORMAT, and runs this module's code from it, whose
+# `install` checks the rest.
+FORMAT = 4
 PACKAGE, MODULE, EXTENSION = "package", "module", "extension"
 
 TYPE_CHECKING = False
@@ -97,7 +105,7 @@ class BundledModules:
 def install(bundle: tuple[Any, ...]) -> bool:
     """Put the modules of `bundle` (the file, read) first in line for importing; False, and
     nothing put, when another Python made it or a file changed since."""
-    _format, _code, version, entries, codes = bundle
+    _format, _code, version, paths, entries, codes = bundle
     if version != sys.version:
         return False
     for _name, path, _kind, mtime_ns, size in entries:
@@ -107,13 +115,14 @@ def install(bundle: tuple[Any, ...]) -> bool:
             return False
         if stat.st_mtime_ns != mtime_ns or stat.st_size != size:
             return False
+    sys.path += paths
     sys.meta_path.insert(0, BundledModules(entries, codes))
     return True
 
 
-def bundle_path(home: str) -> str:
-    """The file for the package installed in `home` (the directory that holds `agentwatch/`)."""
-    return f"{home}/agentwatch/emitter/__pycache__/agentwatch-emit.{sys.implementation.cache_tag}.bundle"
+def bundle_path(site: str) -> str:
+    """The file in the installation whose `site-packages` is `site` (see the module's doc)."""
+    return f"{site}/__pycache__/agentwatch-emit.{sys.implementation.cache_tag}.bundle"
 
 
 def source_of(home: str, name: str) -> tuple[str, str]:
@@ -143,9 +152,9 @@ def compiled(source: bytes, path: str) -> CodeType:
     return code
 
 
-def build(home: str) -> bytes:
+def build(home: str, site: str) -> bytes:
     """The file's bytes for the sources under `home` and this interpreter's extensions, as they
-    are now."""
+    are now, for the installation whose `site-packages` is `site`."""
     import importlib.util
 
     entries, codes = [], {}
@@ -162,19 +171,24 @@ def build(home: str) -> bytes:
         stat = posix.stat(spec.origin)
         entries.append((name, spec.origin, EXTENSION, stat.st_mtime_ns, stat.st_size))
     # This module's own code goes apart, for the script to run: its file is checked with the rest.
-    return marshal.dumps((FORMAT, codes.pop(__name__), sys.version, entries, codes))
+    paths = [home] if home == site else [home, site]  # site: an editable install's dependencies
+    return marshal.dumps((FORMAT, codes.pop(__name__), sys.version, paths, entries, codes))
 
 
-def refresh(home: str) -> bool:
-    """Write the file for `home` anew (a temporary file renamed over it, so a run that reads it
-    meanwhile reads a whole one); False when its directory cannot be written (it is not tried)."""
-    path = bundle_path(home)
+def refresh(site: str) -> bool:
+    """Write the file anew for the installation whose `site-packages` is `site`, of the package
+    this process imported (a temporary file renamed over it, so a run that reads it meanwhile
+    reads a whole one); False when its directory cannot be written (it is not tried)."""
+    import agentwatch
+
+    home = agentwatch.__file__.rpartition("/")[0].rpartition("/")[0]
+    path = bundle_path(site)
     folder = path.rpartition("/")[0]
     if not posix.access(folder, posix.W_OK):
-        if posix.access(folder, posix.F_OK) or not posix.access(folder.rpartition("/")[0], posix.W_OK):
+        if posix.access(folder, posix.F_OK) or not posix.access(site, posix.W_OK):
             return False
         posix.mkdir(folder, 0o755)
-    data = build(home)
+    data = build(home, site)
     tmp = f"{path}.{posix.getpid()}"
     try:
         fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o644)
