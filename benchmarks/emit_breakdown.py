@@ -7,7 +7,9 @@ after it) adds to `python -c pass`. Both are measured here in one run, interleav
 - the budget: the CPU time of `python -c pass` minus that of `python -IS -c pass`, each started
   by /bin/sh as in emit_bench (the median of the paired differences);
 - the hook's parts, by the CPU clock inside fresh `python -IS` processes that load the hook as its
-  script does and run it: its modules (`agentwatch.emitter.hook` and what it imports), the wire
+  script does and run it: its modules (the installed script's lines before it imports the hook,
+  compiled and run as each run does: its package and the file of its modules found, the file
+  read and checked; then `agentwatch.emitter.hook` and what it imports), the wire
   client with `_socket` and the session counters (loaded by a run), and the run itself with the
   bus down (spooled) and up (the GENIE stream's acks; its wall time too, which adds the waits for
   the server).
@@ -18,8 +20,7 @@ wall times.)
 - each module's own import time under `-X importtime` (which slows imports: read it for their
   shares), medians.
 
-What this leaves out: the script's first lines (stop signals noted, its package found: about
-0.1 ms in a normal install) and the `time` module the clock needs first (about 0.1 ms).
+What this leaves out: the `time` module the clock needs first (about 0.1 ms).
 """
 
 from __future__ import annotations
