@@ -133,7 +133,10 @@ class Probes:
         self.n += 1
         agent = f"probe-{self.n}"
         self.app.expect(agent)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
+        # The installed hook, whatever PYTHONPATH this run has (an older dashboard's source, to compare).
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_", "PYTHONPATH"))
+        }
         env.update(
             AGENTWATCH_NATS_URL=self.url,
             AGENTWATCH_DATA_DIR=str(self.workdir / "hook"),
