@@ -1,4 +1,4 @@
-"""usage as 018_usage_by_hour.sql orders it (by the hour of a message's first stored copy, then its
+"""usage as 018_time_windows.sql orders it (by the hour of a message's first stored copy, then its
 key): an older store migrates with every message kept, the copies of a message still meet when
 their times fall in two hours, and a window of `usage FINAL` reads its granules only while it
 answers what a scan of every row answers."""
@@ -43,7 +43,7 @@ def test_an_older_store_migrates_and_the_copies_of_a_message_still_meet(chdb_dat
     before = rows(chdb_database, STORED)
     assert len(before) == len(first)
 
-    assert "018_usage_by_hour" in apply_migrations(chdb_database)
+    assert "018_time_windows" in apply_migrations(chdb_database)
     assert rows(chdb_database, STORED) == before
     key = "SELECT sorting_key FROM system.tables WHERE database = currentDatabase() AND name = 'usage'"
     assert chdb_database.command(key) == "hour, session_id, message_id, request_id"

@@ -32,7 +32,7 @@ _TIME = 3  # the index of `timestamp` in USAGE_COLUMNS
 _VERSION = 23  # the index of `version` in USAGE_COLUMNS
 _LOOKUP_CHUNK = 2000
 COST_STATES_TABLE = "cost_states"
-# The first column of usage's order (018_usage_by_hour.sql): the UTC hour of a message's first
+# The first column of usage's order (018_time_windows.sql): the UTC hour of a message's first
 # stored copy, which a copy replacing it keeps. Not in USAGE_COLUMNS (a usage row's own fields).
 HOUR_COLUMN = ("hour", "DateTime('UTC')")
 
