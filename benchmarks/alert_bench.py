@@ -15,8 +15,10 @@ Runs everything on loopback, in a temporary directory:
   this process: on a shared machine `agentwatch demo` cannot encode 2,000 events/s beside the
   store, and the rate is what is measured against.
 
-Keep-up: the watchdog's durable consumer on GENIE (agentwatch-alerts) is sampled once a second:
-its backlog (pending + unacknowledged) must stay bounded and drain once the demo stops.
+Keep-up: the watchdog reads the store's deliveries, so the store's durable consumer on GENIE
+(agentwatch-store) is sampled once a second: what the stream holds for it and it has not been
+delivered yet (pending; what was delivered the watchdog has seen) must stay bounded and drain once
+the demo stops.
 It prints medians and p95s, and the loaded/quiet ratio measured in the same run.
 
     .venv/bin/python benchmarks/alert_bench.py [--rate 2000] [--seconds 30]
@@ -44,7 +46,7 @@ import nats
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agentwatch.bus.streams import ALERTS_DURABLE, STREAM_NAME
+from agentwatch.bus.streams import STORE_DURABLE, STREAM_NAME
 from agentwatch.contract import build_envelope, encode_envelope
 from traffic import demo_messages, publish_paced
 from tui_bench import RATE_TOLERANCE, bus, command, p95
@@ -123,8 +125,8 @@ class Probes:
 
 
 async def backlog(js: Any) -> int:
-    info = await js.consumer_info(STREAM_NAME, ALERTS_DURABLE)
-    return int(info.num_pending) + int(info.num_ack_pending)
+    info = await js.consumer_info(STREAM_NAME, STORE_DURABLE)
+    return int(info.num_pending)
 
 
 async def sample_backlog(js: Any, into: list[int], stop: asyncio.Event) -> None:

@@ -7,7 +7,9 @@ after it) adds to `python -c pass`. Both are measured here in one run, interleav
 - the budget: the CPU time of `python -c pass` minus that of `python -IS -c pass`, each started
   by /bin/sh as in emit_bench (the median of the paired differences);
 - the hook's parts, by the CPU clock inside fresh `python -IS` processes that load the hook as its
-  script does and run it: its modules (`agentwatch.emitter.hook` and what it imports), the wire
+  script does and run it: its modules (the installed script's lines before it imports the hook,
+  compiled and run as each run does: its package and the file of its modules found, the file
+  read and checked; then `agentwatch.emitter.hook` and what it imports), the wire
   client with `_socket` and the session counters (loaded by a run), and the run itself with the
   bus down (spooled) and up (the GENIE stream's acks; its wall time too, which adds the waits for
   the server).
@@ -18,8 +20,7 @@ wall times.)
 - each module's own import time under `-X importtime` (which slows imports: read it for their
   shares), medians.
 
-What this leaves out: the script's first lines (stop signals noted, its package found: about
-0.1 ms in a normal install) and the `time` module the clock needs first (about 0.1 ms).
+What this leaves out: the `time` module the clock needs first (about 0.1 ms).
 """
 
 from __future__ import annotations
@@ -30,11 +31,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+# The installed script's lines before it imports the hook (its package put on sys.path, its
+# bundle of modules found: emitter/bundle.py), run as they are, then the hook's parts one by one.
 DRIVER = """
 import time
 t0 = time.process_time()
 import posix, sys
-sys.path.append({package_parent!r})
+__file__ = {script!r}
+with open(__file__, encoding="utf-8") as script:
+    exec(script.read().partition(\"from agentwatch.emitter.hook import main\")[0])
 import agentwatch.emitter.hook as hook
 t1 = time.process_time()
 import _socket, agentwatch.emitter.sequence, agentwatch.emitter.wire
@@ -48,11 +53,12 @@ posix._exit(0)
 """
 
 
-def package_parent() -> str:
-    """The directory the installed `agentwatch` package is in (src/ for an editable install)."""
-    import agentwatch
-
-    return str(Path(agentwatch.__file__).resolve().parent.parent)
+def installed_script() -> str:
+    """The installed `agentwatch-emit` beside this interpreter."""
+    script = Path(sys.executable).parent / "agentwatch-emit"
+    if not script.is_file():
+        sys.exit(f"{script} is not installed: pip install -e . first")
+    return str(script)
 
 
 def _cpu(cmd: list[str], env: dict[str, str]) -> float:
@@ -65,7 +71,7 @@ def _cpu(cmd: list[str], env: dict[str, str]) -> float:
 
 def _parts(payload: bytes, env: dict[str, str], importtime: bool = False) -> tuple[list[float], str]:
     flags = ["-X", "importtime"] if importtime else []
-    driver = DRIVER.format(package_parent=package_parent())
+    driver = DRIVER.format(script=installed_script())
     command = [sys.executable, "-IS", *flags, "-c", driver]
     result = subprocess.run(command, input=payload, env=env, capture_output=True, check=False)
     text = result.stderr.decode(errors="replace")

@@ -236,8 +236,9 @@ async def publish(url: str, messages: Iterator[Envelope]) -> tuple[int, float]:
 
 async def reset_consumers(url: str) -> None:
     """A fresh start for the next run: the store's and the naive durables begin at the first
-    message when their consumer creates them; the watchdog's is made now, at the first message,
-    as a watchdog that ran before the backlog built up has it."""
+    message when their consumer creates them; the watchdog's own (which a checkout from before
+    the watchdog read the store's deliveries uses) is made now, at the first message, as a
+    watchdog that ran before the backlog built up has it."""
     nc = await nats.connect(url)
     js = nc.jetstream()
     for durable in (STORE_DURABLE, ALERTS_DURABLE, NAIVE_DURABLE):
@@ -359,10 +360,13 @@ def consumers(
 ) -> list[tuple[str, list[str], dict[str, str], list[str]]]:
     """(name, command, environment, durables) of what drains the backlog in run `i`."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
-    collector = [STORE_DURABLE, ALERTS_DURABLE]
+    # The watchdog beside the store reads the store's deliveries; a checkout from before that
+    # (--before) reads its own durable, and its drain waits for both.
     ours = dict(base, AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=f"{tmp}/ours{i}")
-    out = [("agentwatch store", [str(BIN / "agentwatch"), "store"], ours, collector)]
+    out = [("agentwatch store", [str(BIN / "agentwatch"), "store"], ours, [STORE_DURABLE])]
     if args.before:
+        alerts = Path(args.before, "agentwatch", "consumers", "alerts.py").read_text()
+        collector = [STORE_DURABLE] if "def see(" in alerts else [STORE_DURABLE, ALERTS_DURABLE]
         env = dict(base, AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=f"{tmp}/before{i}",
                    PYTHONPATH=str(Path(args.before).resolve()))  # fmt: skip
         out.append(

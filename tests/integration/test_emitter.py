@@ -604,7 +604,9 @@ def test_hook_imports_only_the_standard_library(shared_nats: NatsServer, tmp_pat
 
     What the interpreter loads by itself at start-up (with -I -S: the codecs) is measured with
     a bare `-c pass` and left out: only the hook's own imports are held to the budget, on any
-    Python 3.11+. Without `site`, not even `os` is one of them."""
+    Python 3.11+. Without `site`, not even `os` is one of them; nor `__future__`: the second run
+    loads the hook's modules from the file the first one wrote (emitter/bundle.py), their future
+    statements compiler flags there."""
     env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=shared_nats.url)
     start_up = imported_modules(["-I", "-S", "-c", "pass"], b"", env)
     payload = json.dumps(FIXTURES[5][1]).encode()
@@ -615,7 +617,7 @@ def test_hook_imports_only_the_standard_library(shared_nats: NatsServer, tmp_pat
     third_party = {m for m in hooks_own if m.split(".")[0] not in sys.stdlib_module_names | {"agentwatch"}}
     assert third_party == set()
     heavy = {"asyncio", "ssl", "socket", "json", "re", "enum", "typing", "dataclasses", "nats", "logging",
-             "selectors", "contextlib", "os", "site", "fcntl"}  # fmt: skip
+             "selectors", "contextlib", "os", "site", "fcntl", "__future__", "importlib", "ast"}  # fmt: skip
     assert hooks_own & heavy == set(), "the hook's normal path must stay light"
 
 

@@ -133,13 +133,13 @@ async def raise_ack_pending(js: JetStreamContext, durable: str = STORE_DURABLE) 
         await js.add_consumer(STREAM_NAME, config)  # an existing durable: updated in place
 
 
-async def seen_not_stored(js: JetStreamContext) -> tuple[int, int]:
-    """(first, last): the stream sequences the watchdog's durable was delivered and the store's
-    had not acknowledged (so perhaps not written yet). Empty (first > last) when either durable
-    is not there."""
+async def seen_not_stored(js: JetStreamContext, durable: str = ALERTS_DURABLE) -> tuple[int, int]:
+    """(first, last): the stream sequences the watchdog's `durable` (its own, or the store's when
+    it reads the store's deliveries) was delivered and the store's had not acknowledged (so
+    perhaps not written yet). Empty (first > last) when either durable is not there."""
     try:
         store = await js.consumer_info(STREAM_NAME, STORE_DURABLE)
-        watchdog = await js.consumer_info(STREAM_NAME, ALERTS_DURABLE)
+        watchdog = store if durable == STORE_DURABLE else await js.consumer_info(STREAM_NAME, durable)
     except NotFoundError:
         return 1, 0
     return int(store.ack_floor.stream_seq or 0) + 1, int(watchdog.delivered.stream_seq or 0)
@@ -189,10 +189,15 @@ async def read_range(
 
 
 async def prepare_stream(
-    url: str, environ: Mapping[str, str] = os.environ, patience: float = 30.0, *, watchdog: bool = False
+    url: str,
+    environ: Mapping[str, str] = os.environ,
+    patience: float = 30.0,
+    *,
+    watchdog: bool = False,
+    alone: bool = False,
 ) -> str:
-    """Create or update the stream (and with `watchdog`, the collector's: the watchdog's durable
-    created, the store's given the current MAX_ACK_PENDING), retrying while
+    """Create or update the stream (and with `watchdog`, the collector's: the store's durable given
+    the current MAX_ACK_PENDING, and for a watchdog running `alone` its own durable), retrying while
     a cluster has no leader for it yet (a node that just restarted, an election under way)."""
     from agentwatch.bus.connect import connect
 
@@ -202,8 +207,9 @@ async def prepare_stream(
             nc = await connect(url, environ, name="agentwatch-setup")
             try:
                 done = await ensure_stream(nc.jetstream(), environ)
-                if watchdog:
+                if watchdog and alone:
                     await ensure_watchdog_consumer(nc.jetstream(), environ)
+                if watchdog:
                     await raise_ack_pending(nc.jetstream())
                 return done
             finally:

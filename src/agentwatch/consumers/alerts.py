@@ -1,14 +1,17 @@
 """The watchdog: a consumer of the live stream that raises alerts (rules in consumers/rules.py).
 
-It follows GENIE with its own durable pull consumer, feeds every envelope to the rule engine and
-evaluates the time-based rules every `TICK_S`. Every alert change is published on
+Beside the store (`agentwatch up`, `agentwatch store`) it reads what the store's subscriber fetched
+(`Watchdog.see`): one delivery, one parse and one acknowledgement per event for both, the store's
+(acknowledged once stored). Alone (`agentwatch alerts run`) it follows GENIE with its own durable
+pull consumer (`alerts_router`). It feeds every envelope to the rule engine and evaluates the
+time-based rules every `TICK_S`. Every alert change is published on
 `agentwatch.alert.{severity}.{rule}` (the ALERTS stream, de-duplicated by `{id}.{state}`), kept
 in the `alerts` table and offered to the webhook sinks.
 
 On start it rebuilds its state from the store: the alerts open when it stopped (open_alerts) are
 taken as firing, so they are not fired again, and the last `AGENTWATCH_ALERTS_REPLAY_SECONDS` of
-events are replayed into the engine without publishing: the stored ones, and the ones its durable
-had been delivered that the store had not acknowledged (killed, stopped before it fetched them,
+events are replayed into the engine without publishing: the stored ones, and the ones the durable
+it reads had been delivered that the store had not acknowledged (killed, stopped before it fetched them,
 or behind), read back from the GENIE stream; live events wait until the replay is done. The
 first tick then resolves what cleared meanwhile. An alert fired again after a crash between
 publishing and storing has the same id and state, so the bus and the table keep one copy.
@@ -70,8 +73,11 @@ def rules_path(environ: Mapping[str, str] = os.environ) -> Path:
 class Watchdog:
     """The rule engine between the bus and the store."""
 
-    def __init__(self, client: Client, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(
+        self, client: Client, environ: Mapping[str, str] = os.environ, *, durable: str = bus.ALERTS_DURABLE
+    ) -> None:
         self.client = client
+        self.durable = durable  # the durable whose deliveries it sees (the store's, beside it)
         self.environ = environ
         self.engine = Engine()
         self.path = rules_path(environ)
@@ -82,6 +88,8 @@ class Watchdog:
         self._unsent: list[Json] = []
         self._task: asyncio.Task[None] | None = None
         self._rebuilt = asyncio.Event()  # live events wait for the rebuild (it replays older ones)
+        self._early: list[list[Msg]] = []  # batches `see` was handed before the rebuild was done
+        self._publishing: set[asyncio.Task[None]] = set()
         self.published = 0
         self.observed = 0
 
@@ -116,6 +124,9 @@ class Watchdog:
             await self._restore()
         finally:
             self._rebuilt.set()
+            early, self._early = self._early, []
+            for msgs in early:
+                self.see(msgs)
         self._task = asyncio.create_task(self._ticker(), name="agentwatch-alerts")
 
     async def stop(self) -> None:
@@ -123,6 +134,8 @@ class Watchdog:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._publishing:
+            await asyncio.gather(*self._publishing, return_exceptions=True)
         if self._sinks is not None:
             await self._sinks.aclose()
 
@@ -155,7 +168,7 @@ class Watchdog:
         still holds them, the store's query does not have them yet."""
         try:
             js: Any = self._broker.config.connection_state.stream if self._broker else None
-            first, last = await bus.seen_not_stored(js)
+            first, last = await bus.seen_not_stored(js, self.durable)
             msgs = await bus.read_range(js, first, last, since=since)
         except Exception as exc:  # the bus busy or away: the rebuild has the store's events only
             log.warning("alerts: could not read back from the stream (%s)", exc)
@@ -206,19 +219,38 @@ class Watchdog:
         failure burst) are published at once, not at the next tick."""
         if not self._rebuilt.is_set():
             await self._rebuilt.wait()
+        fired = self._rules(msgs)
+        await ack_all(msgs)
+        if fired:
+            await self.publish(fired)
+
+    def see(self, msgs: list[Msg]) -> None:
+        """A batch the store's subscriber fetched (the store acknowledges it once stored): into the
+        engine at once, or after the rebuild while it runs; what an event completed is published
+        without waiting for the store's insert or the next tick."""
+        if not self._rebuilt.is_set():
+            self._early.append(msgs)
+            return
+        fired = self._rules(msgs)
+        if fired:
+            task = asyncio.create_task(self.publish(fired), name="agentwatch-alerts-publish")
+            self._publishing.add(task)
+            task.add_done_callback(self._publishing.discard)
+
+    def _rules(self, msgs: list[Msg]) -> list[Json]:
+        """Every envelope of `msgs` through the rules; the alerts they fired."""
         fired: list[Json] = []
         now = time.time()
+        take = self.engine.take
         for msg in msgs:
             try:
                 env = orjson.loads(msg.data)
             except orjson.JSONDecodeError:
                 continue  # the store dead-letters it; nothing to watch
             if isinstance(env, dict):
-                fired += self.engine.take(env, now)
+                fired += take(env, now)
                 self.observed += 1
-        await ack_all(msgs)
-        if fired:
-            await self.publish(fired)
+        return fired
 
     async def publish(self, changes: list[Json]) -> None:
         """On the bus (retried next tick while it fails), then in the table and to the sinks."""

@@ -21,11 +21,11 @@ from faststream.nats import NatsBroker
 from agentwatch import config
 from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
-from agentwatch.consumers.alerts import Watchdog, alerts_router, rules_path
+from agentwatch.consumers.alerts import FETCH_WINDOW_S, Watchdog, alerts_router, rules_path
 from agentwatch.consumers.metrics import Metrics
 from agentwatch.consumers.otlp import OtlpReceiver
 from agentwatch.consumers.query import query_router
-from agentwatch.consumers.store import StoreWriter, advisory_router, store_router
+from agentwatch.consumers.store import STORE_FETCH_S, StoreWriter, advisory_router, store_router
 from agentwatch.store import client as clickhouse
 from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.writes import insert_batch, insert_new
@@ -88,13 +88,9 @@ def build(
 
     metrics, otlp = _doors(environ, clickhouse_url) if store else (None, None)
     writer = StoreWriter(store_client, insert=metrics.timed(insert_new) if metrics else insert_batch)
-    if store:
-        broker.include_router(store_router(writer))
-        broker.include_router(advisory_router(writer))
-        broker.include_router(query_router(query_client))
-    watchdog = Watchdog(clickhouse.connect(clickhouse_url), environ) if alerts else None
-    if watchdog is not None:
-        broker.include_router(alerts_router(watchdog))
+    durable = bus.STORE_DURABLE if store else bus.ALERTS_DURABLE
+    watchdog = Watchdog(clickhouse.connect(clickhouse_url), environ, durable=durable) if alerts else None
+    _subscribe(broker, writer if store else None, watchdog, query_client)
     app = FastStream(broker, logger=log)
     reporter: list[asyncio.Task[None]] = []
 
@@ -136,6 +132,26 @@ def build(
             print(f"\nstopped: {summary}", file=status, flush=True)
 
     return Collector(app, broker, writer, store_client, query_client, applied, watchdog, metrics, otlp)
+
+
+def _subscribe(
+    broker: NatsBroker, writer: StoreWriter | None, watchdog: Watchdog | None, query_client: Client
+) -> None:
+    """The store's subscribers (with a `writer`) and the watchdog's. Beside the store the watchdog
+    sees the store's deliveries (one fetch, parse and acknowledgement per event for both: its own
+    durable doubled them, a third of the event loop's time and half of nats-server's); alone, it
+    reads its own durable."""
+    if writer is None:
+        if watchdog is not None:
+            broker.include_router(alerts_router(watchdog))
+        return
+    watch = watchdog.see if watchdog is not None else None
+    # The watchdog's fetch window when it reads the store's fetches: an event waits that long at
+    # most before its rules see it.
+    window = FETCH_WINDOW_S if watchdog is not None else STORE_FETCH_S
+    broker.include_router(store_router(writer, watch=watch, fetch_timeout=window))
+    broker.include_router(advisory_router(writer))
+    broker.include_router(query_router(query_client))
 
 
 def _doors(environ: Mapping[str, str], clickhouse_url: str) -> tuple[Metrics | None, OtlpReceiver | None]:
@@ -294,7 +310,7 @@ def run(
     setup_logging(verbose)
     ch_url = config.clickhouse_url(environ)
     try:
-        how = asyncio.run(bus.prepare_stream(nats_url, environ, watchdog=True))
+        how = asyncio.run(bus.prepare_stream(nats_url, environ, watchdog=True, alone=not store))
     except Exception as exc:
         raise CollectorError(
             f"cannot set up the GENIE stream on {config.display_urls(nats_url)}: {exc}"

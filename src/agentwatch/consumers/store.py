@@ -63,6 +63,8 @@ _DATA_ERROR_CODES = frozenset(
 )
 # Messages the store's pull subscriber asks for at a time.
 FETCH_BATCH = 5000
+# How long a fetch waits for its batch to fill (without the watchdog reading its fetches).
+STORE_FETCH_S = 0.2
 # Messages in one insert at most. Each insert costs ClickHouse a fixed 60 to 130 ms of CPU (a part
 # per table, every materialized view planned and run) beside its cost per row: under a backlog,
 # batches of 50,000 took 0.5 s less CPU per 100,000 events than batches of 20,000 (fewer parts to
@@ -455,9 +457,14 @@ async def _raw_batch(msg: Any) -> Any:
 
 
 def store_router(
-    writer: StoreWriter, *, fetch_batch: int = FETCH_BATCH, fetch_timeout: float = 0.2
+    writer: StoreWriter,
+    *,
+    watch: Callable[[list[Msg]], None] | None = None,
+    fetch_batch: int = FETCH_BATCH,
+    fetch_timeout: float = STORE_FETCH_S,
 ) -> NatsRouter:
-    """The store's FastStream subscriber: a durable JetStream pull consumer with manual acks."""
+    """The store's FastStream subscriber: a durable JetStream pull consumer with manual acks. With
+    `watch` (the watchdog beside it), every fetched batch is shown to it before it is queued."""
     from agentwatch.bus import fastpull
 
     fastpull.install()
@@ -478,6 +485,11 @@ def store_router(
     async def store_events(batch: Any) -> None:
         # The fetched nats-py messages themselves (see _batch_as_is). Not `msg: NatsMessage`:
         # FastStream resolves that annotation in a worker thread, a thread handoff per batch.
+        if watch is not None:
+            try:
+                watch(batch)
+            except Exception:  # the watchdog's fault must never keep an event from the store
+                log.exception("the watchdog failed on a batch; the store goes on")
         await writer.submit(batch)
 
     return router

@@ -568,13 +568,29 @@ def run_hook(
         signal.signal(signal.SIGALRM, previous)
 
 
-def main(stopped: Sequence[int] = ()) -> None:
+def main(stopped: Sequence[int] = (), stale: str = "") -> None:
     """Console entry point: run the hook, then leave at once with status 0, whatever happened.
 
-    `stopped`: stop signals the script received before it could load this module."""
+    `stopped`: stop signals the script received before it could load this module. `stale`: the
+    directory of the package whose bundle of modules the script found missing or out of date
+    (emitter/bundle.py), written anew once the run is done."""
     try:
         run_hook(stopped=stopped, argv=sys.argv)
     except BaseException:  # noqa: S110 - not even a logging failure may change the agent's run
         pass
     finally:
+        if stale:
+            _refresh_bundle(stale)
         posix._exit(0)
+
+
+def _refresh_bundle(home: str) -> None:
+    """Write the bundle of the hook's modules for the package in `home`; never raises. The run's
+    event is published or spooled by now: no deadline and no stop signal interrupts the write."""
+    try:
+        _quiet()
+        from agentwatch.emitter.bundle import refresh
+
+        refresh(home)
+    except BaseException:  # noqa: S110 - without the file the next run imports as before
+        pass
