@@ -30,7 +30,8 @@ ACK_WAIT_S = 30.0
 MAX_ACK_PENDING = 100_000
 
 # The watchdog (consumers/alerts.py): its alerts on their own stream, so they are kept and
-# de-duplicated (Nats-Msg-Id "{id}.{state}") like events; and its own durable consumer of GENIE.
+# de-duplicated (Nats-Msg-Id "{id}.{state}") like events; and, when it runs alone (`alerts run`),
+# its own durable consumer of GENIE (beside the store it sees the store's deliveries).
 ALERTS_STREAM = "ALERTS"
 ALERT_SUBJECTS = "agentwatch.alert.>"
 ALERTS_DURABLE = "agentwatch-alerts"
@@ -112,7 +113,7 @@ async def ensure_stream(js: JetStreamContext, environ: Mapping[str, str] = os.en
 
 
 async def ensure_watchdog_consumer(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> None:
-    """The watchdog's durable, created before the collector says it is ready: it follows new
+    """The durable of a watchdog running alone, created before it says it is ready: it follows new
     events only, so every event published once the banner is out is watched."""
     try:
         await js.consumer_info(STREAM_NAME, ALERTS_DURABLE)
