@@ -18,7 +18,11 @@ block of docs/queries.md: what a person writes against the documented views for 
 last hour or day of `tool_calls`, `events`, `messages`, `usage`; the newest 200 `session_costs`).
 
     python benchmarks/history_bench.py [--sizes 1000000,10000000] [--same-rate] [--runs 5] [--dir DIR]
-        [--only REGEX]
+        [--only REGEX] [--interleave]
+
+With --interleave, every size is built (or opened) first, then each query's runs are taken in turn
+over the sizes, so that a change of a shared machine's load during the run moves every size alike
+and the growth from one size to the next is measured at one load.
 
 With --dir, a history built there before (same size and span) is timed again as it is, after the
 schema's newer migrations (whose backfills fill their rollups from it). Its times are relative to
@@ -261,23 +265,41 @@ def _settings(query: queries.Query, settings: str) -> queries.Query:
     return queries.Query(f"{query.sql}\nSETTINGS {settings}", query.params)
 
 
-def time_query(client: Any, work: queries.Query | SessionsTwoStep, runs: int) -> float | str:
-    def ask() -> None:
-        if isinstance(work, queries.Query):
-            client.query(work.sql, parameters=work.params)
-        else:
-            work(client)
+def ask(client: Any, work: queries.Query | SessionsTwoStep) -> float:
+    """One run of `work`: its seconds."""
+    started = time.perf_counter()
+    if isinstance(work, queries.Query):
+        client.query(work.sql, parameters=work.params)
+    else:
+        work(client)
+    return time.perf_counter() - started
 
+
+def time_query(client: Any, work: queries.Query | SessionsTwoStep, runs: int) -> float | str:
     try:
-        ask()
+        ask(client, work)
     except Exception as exc:
         return f"error: {str(exc).splitlines()[0][:60]}"
-    times = []
+    return statistics.median(ask(client, work) for _ in range(runs)) * 1000
+
+
+def time_interleaved(
+    clients: dict[int, Any], work: queries.Query | SessionsTwoStep, runs: int
+) -> dict[int, float | str]:
+    """The median ms of `work` per size, its runs taken in turn over the sizes (a warm-up each
+    first), so that a change of the machine's load in between moves every size alike."""
+    medians: dict[int, float | str] = {}
+    times: dict[int, list[float]] = {}
+    for size, client in clients.items():
+        try:
+            ask(client, work)
+            times[size] = []
+        except Exception as exc:
+            medians[size] = f"error: {str(exc).splitlines()[0][:60]}"
     for _ in range(runs):
-        started = time.perf_counter()
-        ask()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000
+        for size, taken in times.items():
+            taken.append(ask(clients[size], work))
+    return {**medians, **{size: statistics.median(t) * 1000 for size, t in times.items()}}
 
 
 def settle(client: Any, limit_s: float = 600) -> float:
@@ -339,6 +361,11 @@ def main() -> int:
     parser.add_argument(
         "--same-rate", action="store_true", help="every size at the largest's rate (it spans the 30 days)"
     )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="build or open every size first, then take each query's runs in turn over the sizes",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     base = args.dir or Path(tempfile.mkdtemp(prefix="history-bench-"))
@@ -352,6 +379,7 @@ def main() -> int:
     ]
     results: dict[str, dict[int, float | str]] = {name: {} for name, _ in work}
     kept: list[int] = []
+    clients: dict[int, Any] = {}
     for size in sizes:
         if size * BYTES_PER_EVENT * 2 > free:
             print(f"skipping {size:,} events: about {size * BYTES_PER_EVENT * 2 / 1e9:.1f} GB needed, "
@@ -364,12 +392,22 @@ def main() -> int:
         search = session_queries.search(NEEDLE)
         found = len(client.query(search.sql, parameters=search.params).result_rows)
         print(f"search {NEEDLE!r}: {found} event(s) found (1 expected)")
+        if args.interleave:
+            clients[size] = client
+            continue
         for title, query in work:
             if args.only and not re.search(args.only, title):
                 continue
             results[title][size] = time_query(client, query, args.runs)
         client.close()
         print_table(results, kept)  # after each size: a long run still leaves its figures so far
+    if clients:
+        for title, query in work:
+            if not args.only or re.search(args.only, title):
+                results[title] = time_interleaved(clients, query, args.runs)
+        for client in clients.values():
+            client.close()
+        print_table(results, kept)
     root.close()
     if args.dir is None:
         shutil.rmtree(base, ignore_errors=True)

@@ -18,8 +18,8 @@ import pytest
 from clickhouse_connect.driver.client import Client
 from faststream.nats import NatsBroker
 
-from agentwatch.bus.streams import STREAM_NAME, ensure_stream, store_consumer_config
-from agentwatch.consumers.alerts import Watchdog, alerts_router
+from agentwatch.bus.streams import STORE_DURABLE, STREAM_NAME, ensure_stream, store_consumer_config
+from agentwatch.consumers.alerts import FETCH_WINDOW_S, Watchdog, alerts_router
 from agentwatch.consumers.store import StoreWriter, store_router
 from agentwatch.contract import build_envelope, encode_envelope
 from agentwatch.store.migrations import apply_migrations
@@ -373,3 +373,83 @@ async def test_the_watchdog_alone_reads_with_the_fast_pull(
         pulls = [getattr(sub, "subscription", None) for sub in watchdog._broker.subscribers]
         connections = {p._nc for p in pulls if isinstance(p, JetStreamContext.PullSubscription)}
         assert [type(nc._ps) for nc in connections] == [fastparse.FastParser]
+
+
+async def test_beside_the_store_the_watchdog_reads_the_stores_deliveries(
+    nats_server: NatsServer, ch: Client, tmp_path: Path
+) -> None:
+    """Wired as `up` wires them (consumers/app.py): one durable, the store's; a loop and a failure
+    burst fire once each, and every event is stored."""
+    rules = tmp_path / "alerts.toml"
+    rules.write_text(FAST_RULES)
+    nc = await nats.connect(nats_server.url)
+    await ensure_stream(nc.jetstream(), {})
+    watcher = Bus(nc)
+
+    async def on_alert(msg: Any) -> None:
+        watcher.alerts.append(json.loads(msg.data))
+
+    await nc.subscribe("agentwatch.alert.>", cb=on_alert)
+    writer = StoreWriter(ch)
+    watchdog = Watchdog(ch, {"AGENTWATCH_ALERTS_FILE": str(rules)}, durable=STORE_DURABLE)
+    broker = NatsBroker(nats_server.url, logger=None)
+    broker.include_router(store_router(writer, watch=watchdog.see, fetch_timeout=FETCH_WINDOW_S))
+    await broker.start()
+    writer.start()
+    await watchdog.start(broker)
+    try:
+        calls = [
+            envelope("PreToolUse", agent="looper", tool_use_id=f"l{i}", tool_name="Bash", tool_input={"c": 1})
+            for i in range(4)
+        ]
+        failures = [
+            envelope("PostToolUseFailure", agent="breaker", tool_use_id=f"f{i}", tool_name="Bash", error="x")
+            for i in range(4)
+        ]
+        await watcher.send(*calls, *failures)
+        await watcher.wait(lambda alerts: fired("loop")(alerts) and fired("failure_burst")(alerts))
+        names = [c.config.durable_name for c in await nc.jsm().consumers_info(STREAM_NAME)]
+    finally:
+        await watchdog.stop()
+        for sub in broker.subscribers:
+            await sub.stop()
+        await writer.stop()
+        await broker.stop()
+        await nc.close()
+    assert sorted((a["rule"], a["state"]) for a in watcher.alerts) == [
+        ("failure_burst", "firing"),
+        ("loop", "firing"),
+    ]
+    assert names == [STORE_DURABLE]
+    assert ch.query("SELECT count() FROM events FINAL").result_rows[0][0] == 8
+
+
+async def test_the_rebuild_reads_back_what_an_earlier_store_was_delivered_and_no_more(
+    nats_server: NatsServer, ch: Client, tmp_path: Path
+) -> None:
+    """Beside the store, the rebuild reads back from the stream what the store's durable was
+    delivered and had not acknowledged (a store killed after fetching), and not what this process
+    was handed already while the rebuild ran (`see` takes those after it)."""
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    await ensure_stream(js, {})
+    await js.add_consumer(STREAM_NAME, store_consumer_config({}))
+    sent = [envelope("PreToolUse", agent="a", tool_use_id=f"u{i}", tool_name="Read") for i in range(15)]
+    psub = await js.pull_subscribe_bind(STORE_DURABLE, STREAM_NAME)
+    bus = Bus(nc)
+    await bus.send(*sent[:10])
+    earlier = await psub.fetch(10, timeout=5)  # the killed store's: delivered, never acknowledged
+    await bus.send(*sent[10:])
+    handed = await psub.fetch(5, timeout=5)  # this process's, while its rebuild runs
+    watchdog = Watchdog(ch, {"AGENTWATCH_ALERTS_FILE": str(tmp_path / "alerts.toml")}, durable=STORE_DURABLE)
+    watchdog.see(handed)
+    broker = NatsBroker(nats_server.url, logger=None)
+    await broker.connect()
+    watchdog._broker = broker
+    try:
+        back = await watchdog._seen_not_stored(time.time() - 3600)
+    finally:
+        await broker.stop()
+        await nc.close()
+    assert [env["id"] for env in back] == [json.loads(m.data)["id"] for m in earlier]
+    assert len(earlier) == 10 and len(handed) == 5

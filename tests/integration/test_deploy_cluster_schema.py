@@ -87,8 +87,9 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         idempotent = ("IF NOT EXISTS", "OR REPLACE", "IF EXISTS", "MODIFY QUERY", "MODIFY SETTING")
         assert any(words in head for words in idempotent), head
     replicated = [m for s in statements for m in ENGINE_ARGS.finditer(s)]
-    # events, messages, dead letters, usage, cost states, alerts; the rollups; the three otel_* tables
-    assert len(replicated) == 6 + len(ROLLUP_TABLES) + 3
+    # events, messages, dead letters, usage, cost states, alerts; the rollups; the three otel_* tables;
+    # usage_by_hour, the copy of usage in time order (018), created and dropped
+    assert len(replicated) == 6 + len(ROLLUP_TABLES) + 3 + 1
     for match in replicated:
         assert match.group(2).startswith("/clickhouse/tables/{shard}/{database}/")
         assert match.group(3) == "{replica}"
@@ -106,6 +107,7 @@ def test_cluster_statements_run_on_the_cluster() -> None:
         "dead_letters_local": "rand()",
         # One session, one shard: the copies of an API message, and its cost-state records.
         "usage_local": "cityHash64(session_id)",
+        "usage_by_hour_local": "cityHash64(session_id)",
         "cost_states_local": "cityHash64(session_id)",
         # One alert, one shard: its firing and resolved rows collapse there.
         "alerts_local": "cityHash64(id)",

@@ -1,11 +1,13 @@
-"""tool_calls as 017_history_windows.sql reads it (call_rollup's whole rows, loose_calls, and
-`events` for results without their call) against the view as 004 defined it over the raw events:
+"""tool_calls as 017_history_windows.sql and 018_time_windows.sql read it (call_rollup's whole rows,
+loose_calls, and `events` for results without their call) against the view as 004 defined it over
+the raw events:
 the same rows, whatever the engine has merged, for calls whose result falls in the next hour,
 calls still running, results without a call, a second result after the first was paired, and a
 tool_use_id used twice in one insert; and loose_calls keeps only the calls that are not one whole row."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
@@ -105,9 +107,11 @@ def script(client: Client) -> None:
         event("t1", 20, "PreToolUse", "tu-twice"),  # paired in its hour, then a second result
         event("t2", 21, "PostToolUseFailure", "tu-twice", FAILURE),
         event("s1", 40, "PreToolUse", "tu-split"),  # its result comes in the next insert
-        # A tool_use_id used twice in one hour, in one insert. (In two, each pair is a whole row of
-        # its own part until the engine merges them, and tool_calls shows it twice meanwhile, as
-        # tool_calls_since does: docs/queries.md.)
+        # A tool_use_id used twice in one hour, in one insert; and another in two inserts (each
+        # pair a whole row of its own part until the engine merges them: tool_calls reads them
+        # with FINAL, as one call, where tool_calls_since shows it twice meanwhile).
+        event("e1", 45, "PreToolUse", "tu-reused-apart"),
+        event("e2", 46, "PostToolUse", "tu-reused-apart"),
         event("d1", 30, "PreToolUse", "tu-reused"),
         event("d2", 31, "PermissionDenied", "tu-reused"),
         event("d3", 32, "PreToolUse", "tu-reused"),
@@ -118,6 +122,8 @@ def script(client: Client) -> None:
         event("c2", 60.01, "PostToolUseFailure", "tu-cross", FAILURE),
         event("t3", 65, "PermissionDenied", "tu-twice"),
         event("s2", 41, "PostToolUse", "tu-split"),
+        event("e3", 47, "PreToolUse", "tu-reused-apart"),
+        event("e4", 48, "PostToolUseFailure", "tu-reused-apart", FAILURE),
     )
 
 
@@ -164,3 +170,28 @@ def test_the_backfill_on_a_store_before_017_answers_the_same(chdb_database: Clie
         chdb_database, event("x1", 70, "PostToolUse", "tu-running"), event("x2", 80, "PreToolUse", "tu-late")
     )
     assert_like_004(chdb_database)
+
+
+def test_a_store_before_018_migrates_and_a_window_reads_its_granules(chdb_database: Client) -> None:
+    store_before_rollups(chdb_database, before=18)
+    # Old history (three days ago, paired calls) under the scripted hour.
+    chdb_database.command(
+        "INSERT INTO events (id, timestamp, event, kind, agent, session_id, tool_name, tool_use_id) "
+        "SELECT concat('old', toString(number)), now64(3) - INTERVAL 3 DAY + toIntervalMillisecond(number), "
+        "if(number % 2 = 0, 'PreToolUse', 'PostToolUse'), 'tool_call', 'old-agent', 'old-session', 'Bash', "
+        "concat('tu-old-', toString(intDiv(number, 2))) FROM numbers(400000)"
+    )
+    chdb_database.command("OPTIMIZE TABLE call_rollup FINAL")
+    script(chdb_database)
+    assert "018_time_windows" in apply_migrations(chdb_database)
+    assert_like_004(chdb_database)
+    # The index on `at` is built for the rows stored before (a mutation): then a window of
+    # tool_calls reads the window's granules of call_rollup, not the 25 of the old calls.
+    chdb_database.command("ALTER TABLE call_rollup MATERIALIZE INDEX by_at SETTINGS mutations_sync = 2")
+    window = "SELECT * FROM tool_calls WHERE started >= toStartOfHour(now64(3)) - INTERVAL 2 HOUR"
+    plan = "\n".join(r[0] for r in chdb_database.query(f"EXPLAIN indexes = 1 {window}").result_rows)
+    found = re.search(r"Name: by_at\n(?:.*\n)*?\s*Granules: (\d+)/(\d+)", plan)
+    assert found, plan
+    read, total = int(found.group(1)), int(found.group(2))
+    assert total > 20 and read * 10 < total, plan
+    assert len(answers(chdb_database, window)) == 7  # the scripted calls but the orphan (no start)

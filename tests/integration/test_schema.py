@@ -174,7 +174,8 @@ def test_tables_have_the_documented_engines(store: Client) -> None:
         "SELECT name, sorting_key FROM system.tables WHERE database = currentDatabase()"
         " AND name IN ('usage', 'cost_states')",
     )
-    assert usage_keys == {"usage": "session_id, message_id, request_id", "cost_states": "session_id"}
+    # usage: by the hour of a message's first stored copy, then the message (018_time_windows).
+    assert usage_keys == {"usage": "hour, session_id, message_id, request_id", "cost_states": "session_id"}
     sorting = pairs(
         store,
         "SELECT name, sorting_key FROM system.tables WHERE database = currentDatabase()"

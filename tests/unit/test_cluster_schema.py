@@ -130,6 +130,13 @@ OTEL_VIEWS = ("hook_runs", "api_requests", "otel_metric_totals")
 ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
 
+# 018: call_rollup's time of the call, never NULL (its type and expression).
+AT = (
+    "SimpleAggregateFunction(min, DateTime64(3, 'UTC')) "
+    "MATERIALIZED coalesce(started, hour + toIntervalMillisecond(3599999))"
+)
+
+
 def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
     assert heads(cluster_schema()) == [
         f"CREATE TABLE IF NOT EXISTS events_local {ON_CLUSTER}",
@@ -288,6 +295,25 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE TABLE IF NOT EXISTS loose_calls {ON_CLUSTER} AS loose_calls_local",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS loose_calls_mv {ON_CLUSTER} TO loose_calls_local AS",
         f"CREATE OR REPLACE VIEW tool_calls {ON_CLUSTER} AS",
+        # 018: usage's new column on both tables, usage_in's and its view's; the copy of usage in
+        # time order created and dropped (its backfill and the exchange are left out).
+        f"ALTER TABLE usage_local {ON_CLUSTER} ADD COLUMN IF NOT EXISTS hour DateTime('UTC') "
+        "DEFAULT toStartOfHour(timestamp);",
+        f"ALTER TABLE usage {ON_CLUSTER} ADD COLUMN IF NOT EXISTS hour DateTime('UTC') "
+        "DEFAULT toStartOfHour(timestamp);",
+        f"ALTER TABLE usage_in {ON_CLUSTER} ADD COLUMN IF NOT EXISTS hour DateTime('UTC') "
+        "DEFAULT toStartOfHour(timestamp);",
+        f"ALTER TABLE usage_in_mv {ON_CLUSTER} MODIFY QUERY",
+        f"CREATE TABLE IF NOT EXISTS usage_by_hour_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS usage_by_hour {ON_CLUSTER} AS usage_by_hour_local",
+        f"DROP TABLE IF EXISTS usage_by_hour {ON_CLUSTER} SYNC;",
+        f"DROP TABLE IF EXISTS usage_by_hour_local {ON_CLUSTER} SYNC;",
+        # and call_rollup's `at` on both tables, its index on the local one; tool_calls replaced.
+        f"ALTER TABLE call_rollup_local {ON_CLUSTER} ADD COLUMN IF NOT EXISTS at {AT};",
+        f"ALTER TABLE call_rollup {ON_CLUSTER} ADD COLUMN IF NOT EXISTS at {AT};",
+        f"ALTER TABLE call_rollup_local {ON_CLUSTER} ADD INDEX IF NOT EXISTS by_at at TYPE minmax "
+        "GRANULARITY 1;",
+        f"CREATE OR REPLACE VIEW tool_calls {ON_CLUSTER} AS",
     ]
 
 
@@ -327,6 +353,8 @@ def test_the_output_splits_like_a_migration() -> None:
         + 2  # 016_events_in: the Null table and its view
         + 2  # 015_search: two indexes, on events_local
         + 7  # 017_history_windows: a setting, two projections, loose_calls (two tables, a view), tool_calls
+        + 8  # 018_time_windows: three columns, a view's query, the copy of usage created and dropped
+        + 4  # and call_rollup's column (on two tables), its index, tool_calls
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -169,6 +169,9 @@ class Watchdog:
         try:
             js: Any = self._broker.config.connection_state.stream if self._broker else None
             first, last = await bus.seen_not_stored(js, self.durable)
+            # What this process was handed already (`see`, while the rebuild runs) it takes after
+            # the rebuild: read back only what was delivered before it.
+            last = min(last, self._first_early_seq() - 1)
             msgs = await bus.read_range(js, first, last, since=since)
         except Exception as exc:  # the bus busy or away: the rebuild has the store's events only
             log.warning("alerts: could not read back from the stream (%s)", exc)
@@ -236,6 +239,15 @@ class Watchdog:
             task = asyncio.create_task(self.publish(fired), name="agentwatch-alerts-publish")
             self._publishing.add(task)
             task.add_done_callback(self._publishing.discard)
+
+    def _first_early_seq(self) -> int:
+        """The lowest stream sequence of the batches `see` holds for after the rebuild (a large
+        number when it holds none): a batch comes in stream order, its first message lowest."""
+        seqs = []
+        for msgs in self._early:
+            with contextlib.suppress(Exception):  # not a JetStream delivery: no sequence
+                seqs.append(int(msgs[0].metadata.sequence.stream))
+        return min(seqs, default=2**63)
 
     def _rules(self, msgs: list[Msg]) -> list[Json]:
         """Every envelope of `msgs` through the rules; the alerts they fired."""

@@ -23,6 +23,11 @@ that fits none raises ClusterSchemaError naming it, rather than emitting somethi
   (`-Merge`, GROUP BY), so a key present on several shards still gives one answer.
 - `INSERT INTO t SELECT ...` (a backfill of rows stored before a rollup existed): left out. A new
   cluster has nothing to backfill; on one with history, run the migration's INSERT by hand.
+- `EXCHANGE TABLES t AND u` (a table rebuilt in a new order: `u` made with t's columns, filled
+  from `t FINAL`, exchanged, then dropped; 018 rebuilds `usage`): left out with its backfill, so
+  a cluster keeps the order its tables were created with (its queries answer the same, only a
+  window of them reads more). To rebuild one with its history, run the migration's INSERT into
+  `u` and an `EXCHANGE TABLES t_local AND u_local ON CLUSTER` by hand before the DROP.
 - `ALTER TABLE t ADD COLUMN ...[, ADD COLUMN ...]`: on `t_local` and on the Distributed `t` (on
   `t` alone for a Null table), each `ADD COLUMN` made `IF NOT EXISTS`.
 - `ALTER TABLE v MODIFY QUERY SELECT ...` of a materialized view that reads Null tables: the same
@@ -64,6 +69,7 @@ SHARDING_KEYS: Mapping[str, str] = {
     # The copies of one API message (read again, sent again, imported) share its session, and a
     # session's cost-state records their session: one shard each.
     "usage": "cityHash64(session_id)",
+    "usage_by_hour": "cityHash64(session_id)",  # usage rebuilt in time order (018)
     # The firing and resolved rows of one alert share its id.
     "alerts": "cityHash64(id)",
     "cost_states": "cityHash64(session_id)",
@@ -179,8 +185,8 @@ class ClusterSchema:
             return self._materialized_view(code)
         if code.startswith("ALTER TABLE "):
             return self._alter(code)
-        if code.startswith("INSERT INTO "):
-            return []  # a backfill: see the module's docstring
+        if code.startswith(("INSERT INTO ", "EXCHANGE TABLES ")):
+            return []  # a backfill, a rebuild: see the module's docstring
         if code.startswith("DROP "):
             return self._drop(code)
         raise ClusterSchemaError("no rule for this kind of statement")

@@ -28,9 +28,13 @@ USAGE_TABLE = "usage"
 # added row in `usage` and keep `cost_hourly`, the cost rollup, up to date.
 USAGE_IN_TABLE = "usage_in"
 _KEY = slice(0, 3)  # session_id, message_id, request_id: the key of `usage`
+_TIME = 3  # the index of `timestamp` in USAGE_COLUMNS
 _VERSION = 23  # the index of `version` in USAGE_COLUMNS
 _LOOKUP_CHUNK = 2000
 COST_STATES_TABLE = "cost_states"
+# The first column of usage's order (018_time_windows.sql): the UTC hour of a message's first
+# stored copy, which a copy replacing it keeps. Not in USAGE_COLUMNS (a usage row's own fields).
+HOUR_COLUMN = ("hour", "DateTime('UTC')")
 
 USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("session_id", "String"),
@@ -186,7 +190,7 @@ def insert_usage(client: Client, rows: UsageRows) -> None:
     cost rollup."""
     usage = changed_usage(client, rows.usage)
     for table, columns, data in (
-        (USAGE_IN_TABLE, (*USAGE_COLUMNS, ("sign", "Int8")), usage),
+        (USAGE_IN_TABLE, (*USAGE_COLUMNS, HOUR_COLUMN, ("sign", "Int8")), usage),
         (COST_STATES_TABLE, COST_STATE_COLUMNS, rows.cost_states),
     ):
         if data:
@@ -199,11 +203,13 @@ def insert_usage(client: Client, rows: UsageRows) -> None:
 
 
 def changed_usage(client: Client, rows: Sequence[list[Any]]) -> list[list[Any]]:
-    """The `usage_in` rows of a batch of `usage` rows: per message (session, message and request
-    id), its copy with the largest version, when that is larger than the stored one's, with sign 1;
-    and for each stored copy it replaces, that copy with sign -1, which takes its figures back out
-    of the cost rollup. Copies no larger than the stored one are left out: `usage` would keep the
-    stored one anyway. One primary-key lookup per batch (usage is ordered by that key)."""
+    """The `usage_in` rows (USAGE_COLUMNS, hour, sign) of a batch of `usage` rows: per message
+    (session, message and request id), its copy with the largest version, when that is larger than
+    the stored one's, with sign 1; and for each stored copy it replaces, that copy with sign -1,
+    which takes its figures back out of the cost rollup. Copies no larger than the stored one are
+    left out: `usage` would keep the stored one anyway. A new message's hour is its time's, a
+    replacing copy's the stored one's: `usage` is ordered by hour, then that key, so the two meet.
+    One lookup per batch (the stored copies, by usage's bloom filter on the session)."""
     best: dict[tuple[str, str, str], list[Any]] = {}
     for row in rows:
         key = (row[0], row[1], row[2])
@@ -213,7 +219,7 @@ def changed_usage(client: Client, rows: Sequence[list[Any]]) -> list[list[Any]]:
         return []
     stored: dict[tuple[str, str, str], list[Any]] = {}
     keys = sorted(best)
-    columns = ", ".join(name for name, _ in USAGE_COLUMNS)
+    columns = ", ".join(name for name, _ in (*USAGE_COLUMNS, HOUR_COLUMN))
     for at in range(0, len(keys), _LOOKUP_CHUNK):
         chunk = keys[at : at + _LOOKUP_CHUNK]
         found = client.query(
@@ -226,9 +232,15 @@ def changed_usage(client: Client, rows: Sequence[list[Any]]) -> list[list[Any]]:
     out: list[list[Any]] = []
     for key in keys:
         row, old = best[key], stored.get(key)
-        if old is not None and row[_VERSION] <= old[_VERSION]:
+        if old is None:
+            out.append([*row, _hour(row[_TIME]), 1])
             continue
-        if old is not None:
-            out.append([*old, -1])
-        out.append([*row, 1])
+        if row[_VERSION] <= old[_VERSION]:
+            continue
+        out.append([*old, -1])
+        out.append([*row, old[-1], 1])
     return out
+
+
+def _hour(when: dt.datetime) -> dt.datetime:
+    return when.replace(minute=0, second=0, microsecond=0)
