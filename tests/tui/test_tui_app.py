@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
 import pytest
 from textual.binding import Binding
 from textual.widgets import Static
@@ -388,6 +389,25 @@ async def test_a_live_event_is_in_the_model_when_it_arrives_and_a_frame_only_pai
         app.action_toggle_pause()
         await painted(pilot, app, 3)
         assert [row[2] for row in feed_rows(app)] == ["UserPromptSubmit", "PreToolUse", "SubagentStart"]
+
+
+async def test_an_event_the_model_cannot_take_is_skipped_and_counted_and_the_rest_shown() -> None:
+    """An envelope of the wrong shape (a kind that is a list) must not stop the dashboard:
+    it is skipped, the status line counts it, and the events after it are shown."""
+    live = FakeLive([])
+    app = AgentwatchApp(live, None, clock=lambda: BASE)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: live.deliver is not None and app._pacer.ready)
+        assert live.deliver is not None
+        first, second = team_traffic()[:2]
+        odd = orjson.loads(orjson.dumps(first))
+        odd["kind"], odd["id"] = ["not", "a", "kind"], "odd-1"
+        live.deliver(orjson.dumps(odd))
+        live.deliver(second)
+        await painted(pilot, app, 1)
+        await until(pilot, lambda: "1 events skipped (unreadable)" in status_text(app))
+        assert [row[2] for row in feed_rows(app)] == ["PreToolUse"]
+        assert app.is_running
 
 
 async def test_full_garbage_collections_run_on_the_apps_timer() -> None:

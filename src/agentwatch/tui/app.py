@@ -151,6 +151,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._history_done = history is None
         self._history_ids: set[str] = set()
         self._dropped = 0
+        self._unreadable = 0  # live events the model could not take (skipped)
         self._fresh = 0  # events applied as they came, not painted yet
         self._dirty = True
         self._feed_lines: list[FeedLine] = []
@@ -213,9 +214,19 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             if len(self._pending) == self._pending.maxlen:
                 self._dropped += 1
             self._pending.append(env)
-        elif self._take(env):
-            self._fresh += 1
+        else:
+            self._fresh += self._take_or_skip(env)
         self._ask_frame()
+
+    def _take_or_skip(self, item: dict[str, Any] | bytes) -> int:
+        """`_take`, and an event the model cannot take skipped and counted on the status line:
+        one odd envelope never stops the dashboard."""
+        try:
+            return int(self._take(item))
+        except Exception as exc:
+            self._unreadable += 1
+            self.log.error(f"live event skipped: {exc!r}")
+            return 0
 
     def _take(self, item: dict[str, Any] | bytes) -> bool:
         """One delivered envelope into the model; False for what is none, or in from the history."""
@@ -305,7 +316,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         """Apply what waited (paused, the history loading) and paint; how many events are new on it."""
         drained, self._fresh = self._fresh, 0
         while self._pending and not self.paused and self._history_done:
-            drained += self._take(self._pending.popleft())
+            drained += self._take_or_skip(self._pending.popleft())
         if self._history_ids and not self._pending:
             self._history_ids.clear()
         if not self._main_visible():

@@ -80,6 +80,7 @@ class LiveView(Protocol):
     events_total: int
     show_folded: bool
     _dropped: int
+    _unreadable: int
     _history_done: bool
     _roster_rows: list[tuple[int, Agent]]
 
@@ -113,6 +114,7 @@ def live_segments(app: LiveView) -> list[Segment]:
         Segment(f"sorted by {app.sort}", "dim"),
         Segment("follow off" if not app.follow else "", warn),
         Segment(f"{app._dropped} events dropped while behind" if app._dropped else "", warn),
+        Segment(f"{app._unreadable} events skipped (unreadable)" if app._unreadable else "", warn),
     ]
 
 
