@@ -73,3 +73,34 @@ def test_killed_watchdog_neither_loses_nor_repeats(nats_server: NatsServer, tmp_
     finally:
         restarted.stop()
         collector.close()
+
+
+def test_a_fleets_store_without_a_watchdog_and_one_for_all(nats_server: NatsServer, tmp_path: Path) -> None:
+    """`agentwatch store --no-watchdog` stores and watches nothing; `agentwatch alerts run` beside
+    it (its own durable) raises the loop's alert, once (with the store's own watchdog too, twice).
+    The calls never end, so their stuck_tool alerts come as well, once each."""
+    rules = tmp_path / "alerts.toml"
+    rules.write_text(FAST_RULES)
+    common = {"AGENTWATCH_NATS_URL": nats_server.url, "AGENTWATCH_ALERTS_FILE": str(rules)}
+    store_env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "store"), **common)
+    watch_env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "watchdog"), **common)
+    collector = Collector(nats_server.url, "agentwatch.alert.>")
+    store = Service(["store", "--no-watchdog"], store_env)
+    watchdog = Service(["alerts", "run"], watch_env)
+    try:
+        store.wait_ready()
+        watchdog.wait_ready()
+        assert any("no watchdog here" in line for line in store.lines), store.lines
+        call: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": "sleep"}}
+        loop = [envelope("PreToolUse", agent="looper", tool_use_id=f"n{i}", **call) for i in range(4)]
+        asyncio.run(_publish(nats_server.url, *loop))
+        collector.wait_for(1, timeout=30)
+        seen = collector.settle(quiet=2.0)
+        wait_rows(store_env, "SELECT count() AS n FROM events FINAL", 4)
+    finally:
+        store.stop()
+        watchdog.stop()
+        collector.close()
+    alerts = [json.loads(m.data) for m in seen]
+    assert [a["state"] for a in alerts if a["rule"] == "loop"] == ["firing"], alerts
+    assert len({(a["id"], a["state"]) for a in alerts}) == len(alerts), "each alert once"

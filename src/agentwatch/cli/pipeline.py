@@ -212,14 +212,16 @@ def hold_embedded_store(environ: Mapping[str, str], command: str) -> int | None:
 
 
 def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str], verbose: bool,
-                  started_at: float, command: str = "up", store: bool = True) -> int:  # fmt: skip
+                  started_at: float, command: str = "up", store: bool = True,
+                  watchdog: bool = True) -> int:  # fmt: skip
     try:
         from agentwatch.consumers.app import CollectorError, run
     except ImportError as exc:
         raise missing_extra(exc, command, "consumers") from None
     hold_embedded_store(environ, command)
     try:
-        run(nats_url, environ, banner=banner, verbose=verbose, started_at=started_at, store=store)
+        run(nats_url, environ, banner=banner, verbose=verbose, started_at=started_at, store=store,
+            alerts=watchdog)  # fmt: skip
     except CollectorError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -347,6 +349,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         started_at=time.monotonic(),
         command="store",
+        watchdog=not args.no_watchdog,
     )
 
 
@@ -380,4 +383,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Run the store and the query service against a bus that is already there (a fleet).",
     )
     store.add_argument("-v", "--verbose", action="store_true", help="log every batch")
+    store.add_argument(
+        "--no-watchdog",
+        action="store_true",
+        help="no watchdog beside the store (a fleet's stores, with one `agentwatch alerts run` for all)",
+    )
     store.set_defaults(func=cmd_store)

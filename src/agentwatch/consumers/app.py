@@ -304,9 +304,11 @@ def run(
     started_at: float | None = None,
     out: TextIO = sys.stdout,
     store: bool = True,
+    alerts: bool = True,
 ) -> None:
     """Set up the stream, open ClickHouse, print what runs where, and serve until interrupted
-    (`store=False`: the watchdog alone, `agentwatch alerts run`)."""
+    (`store=False`: the watchdog alone, `agentwatch alerts run`; `alerts=False`: the store without
+    a watchdog, `agentwatch store --no-watchdog`)."""
     setup_logging(verbose)
     ch_url = config.clickhouse_url(environ)
     try:
@@ -316,7 +318,7 @@ def run(
             f"cannot set up the GENIE stream on {config.display_urls(nats_url)}: {exc}"
         ) from None
     try:
-        collector = build(nats_url, ch_url, environ, status=out, store=store)
+        collector = build(nats_url, ch_url, environ, status=out, store=store, alerts=alerts)
     except Exception as exc:
         raise CollectorError(f"cannot open ClickHouse at {config.display_url(ch_url)}: {exc}") from None
     schema = f"applied {', '.join(collector.applied)}" if collector.applied else "up to date"
@@ -339,7 +341,9 @@ def run(
             if store
             else []
         ),
-        f"alerts:      rules in {rules_path(environ)}; alerts on agentwatch.alert.> (`agentwatch alerts`)",
+        f"alerts:      rules in {rules_path(environ)}; alerts on agentwatch.alert.> (`agentwatch alerts`)"
+        if alerts
+        else "alerts:      no watchdog here (--no-watchdog); `agentwatch alerts run` watches the bus",
         *served,
         *ready,
         "Ctrl-C stops; the last batch is written before exit.",
