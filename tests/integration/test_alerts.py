@@ -89,11 +89,12 @@ class Bus:
 
 @asynccontextmanager
 async def watched(
-    url: str, client: Client, rules: Path, *, default: bool = False, store: bool = True
+    url: str, client: Client, rules: Path, *, default: bool = False, store: bool = True, beside: bool = False
 ) -> AsyncIterator[tuple[Bus, Watchdog]]:
-    """The store and the watchdog in this process (`store=False`: the watchdog alone), and a
-    subscriber on agentwatch.alert.>; the rules file has small thresholds unless `default` (then
-    the service writes its own)."""
+    """The store and the watchdog in this process (`store=False`: the watchdog alone; `beside`: the
+    watchdog reading the store's deliveries, as `up` wires them), and a subscriber on
+    agentwatch.alert.>; the rules file has small thresholds unless `default` (then the service
+    writes its own)."""
     if not rules.exists() and not default:
         rules.write_text(FAST_RULES)
     nc = await nats.connect(url)
@@ -105,13 +106,16 @@ async def watched(
 
     await nc.subscribe("agentwatch.alert.>", cb=on_alert)
     writer = StoreWriter(client)
-    watchdog = Watchdog(
-        client, {"AGENTWATCH_ALERTS_FILE": str(rules), "AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS": "1"}
-    )
+    settings = {"AGENTWATCH_ALERTS_FILE": str(rules), "AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS": "1"}
     broker = NatsBroker(url, logger=None)
-    if store:
-        broker.include_router(store_router(writer))
-    broker.include_router(alerts_router(watchdog))
+    if beside:
+        watchdog = Watchdog(client, settings, durable=STORE_DURABLE)
+        broker.include_router(store_router(writer, watch=watchdog.see, fetch_timeout=FETCH_WINDOW_S))
+    else:
+        watchdog = Watchdog(client, settings)
+        if store:
+            broker.include_router(store_router(writer))
+        broker.include_router(alerts_router(watchdog))
     await broker.start()
     writer.start()
     await watchdog.start(broker)
@@ -380,24 +384,7 @@ async def test_beside_the_store_the_watchdog_reads_the_stores_deliveries(
 ) -> None:
     """Wired as `up` wires them (consumers/app.py): one durable, the store's; a loop and a failure
     burst fire once each, and every event is stored."""
-    rules = tmp_path / "alerts.toml"
-    rules.write_text(FAST_RULES)
-    nc = await nats.connect(nats_server.url)
-    await ensure_stream(nc.jetstream(), {})
-    watcher = Bus(nc)
-
-    async def on_alert(msg: Any) -> None:
-        watcher.alerts.append(json.loads(msg.data))
-
-    await nc.subscribe("agentwatch.alert.>", cb=on_alert)
-    writer = StoreWriter(ch)
-    watchdog = Watchdog(ch, {"AGENTWATCH_ALERTS_FILE": str(rules)}, durable=STORE_DURABLE)
-    broker = NatsBroker(nats_server.url, logger=None)
-    broker.include_router(store_router(writer, watch=watchdog.see, fetch_timeout=FETCH_WINDOW_S))
-    await broker.start()
-    writer.start()
-    await watchdog.start(broker)
-    try:
+    async with watched(nats_server.url, ch, tmp_path / "alerts.toml", beside=True) as (watcher, _):
         calls = [
             envelope("PreToolUse", agent="looper", tool_use_id=f"l{i}", tool_name="Bash", tool_input={"c": 1})
             for i in range(4)
@@ -408,14 +395,7 @@ async def test_beside_the_store_the_watchdog_reads_the_stores_deliveries(
         ]
         await watcher.send(*calls, *failures)
         await watcher.wait(lambda alerts: fired("loop")(alerts) and fired("failure_burst")(alerts))
-        names = [c.config.durable_name for c in await nc.jsm().consumers_info(STREAM_NAME)]
-    finally:
-        await watchdog.stop()
-        for sub in broker.subscribers:
-            await sub.stop()
-        await writer.stop()
-        await broker.stop()
-        await nc.close()
+        names = [c.config.durable_name for c in await watcher.nc.jsm().consumers_info(STREAM_NAME)]
     assert sorted((a["rule"], a["state"]) for a in watcher.alerts) == [
         ("failure_burst", "firing"),
         ("loop", "firing"),
