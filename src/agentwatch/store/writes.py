@@ -55,6 +55,26 @@ INSERT_SETTINGS: dict[str, object] = {
 }
 
 
+# The search indexes of `events` (015_search.sql) are built when its parts merge, not by the
+# store's inserts: tokenizing every payload was about 15% of the CPU of an insert, on the ingest's
+# hot path. A merge makes the indexes of its new part either way (from the merged rows when its
+# sources have none, for a little more than merging theirs): over an insert and its merge it costs
+# less in all (docs/benchmarks.md). Until its first merge a fresh part has no search index and a
+# search reads it whole, with the same answer. A server older than the setting (ClickHouse 25.9)
+# builds them at insert, as before.
+DEFER_INDEXES_SETTING = "exclude_materialize_skip_indexes_on_insert"
+SEARCH_INDEXES = "idx_text_words,idx_data_words"
+_EVENT_INSERT_SETTINGS: dict[str, object] = {**INSERT_SETTINGS, DEFER_INDEXES_SETTING: SEARCH_INDEXES}
+
+
+def event_insert_settings(client: Client) -> dict[str, object]:
+    """INSERT_SETTINGS for the event envelopes: the search indexes left to the merges where the
+    server can (DEFER_INDEXES_SETTING)."""
+    if DEFER_INDEXES_SETTING in client.server_settings:
+        return _EVENT_INSERT_SETTINGS
+    return INSERT_SETTINGS
+
+
 def envelope_id(body: bytes) -> str:
     """The envelope's id: read at its fixed place in a body as the emitter writes it (no parsing
     of the rest), else from the decoded JSON; '' when it has none."""
@@ -140,7 +160,9 @@ def insert_new(client: Client, events: Sequence[bytes], messages: Sequence[bytes
     events = trim_bodies(events, field_max_bytes())
     if events:
         block = b"\n".join(events)
-        client.raw_insert(EVENTS_TABLE, insert_block=block, fmt="JSONEachRow", settings=INSERT_SETTINGS)
+        client.raw_insert(
+            EVENTS_TABLE, insert_block=block, fmt="JSONEachRow", settings=event_insert_settings(client)
+        )
     if messages:
         client.raw_insert(
             MESSAGE_ENVELOPES_TABLE,
