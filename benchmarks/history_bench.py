@@ -154,6 +154,15 @@ _NEWEST_COSTS = (
 )
 
 
+def view_before_019(name: str) -> str:
+    """The SELECT of the view `name` as 009_rollups.sql defines it (before 019 replaced it): the
+    reference a run times beside the view as it is now."""
+    text = (ROOT / "src" / "agentwatch" / "store" / "schema" / "009_rollups.sql").read_text(encoding="utf-8")
+    head = f"CREATE OR REPLACE VIEW {name} AS\n"
+    body = text[text.index(head) + len(head) :]
+    return body[: body.index(";\n")]
+
+
 def windows() -> list[tuple[str, queries.Query | SessionsTwoStep]]:
     asked = [
         ("tool_calls 1h, per tool p50 p95", _WINDOW_TOOLS.format(interval="1 HOUR")),
@@ -196,6 +205,10 @@ def windows() -> list[tuple[str, queries.Query | SessionsTwoStep]]:
         (
             "session_costs newest 200 (ORDER BY)",
             "SELECT * FROM session_costs ORDER BY last_at DESC LIMIT 200",
+        ),
+        (
+            "session_costs newest 200 (ORDER BY), 009's view",
+            f"SELECT * FROM ({view_before_019('session_costs')}) ORDER BY last_at DESC LIMIT 200",
         ),
     ]
     return [(title, queries.Query(sql)) for title, sql in asked]
