@@ -147,7 +147,8 @@ def documented() -> list[tuple[str, str]]:
     return found
 
 
-# What a person writes against the documented views for a window (docs/queries.md's table).
+# What a person writes against the documented views for a window (docs/queries.md's table), and
+# the newest sessions' ids picked from session_cost first (what docs/queries.md asked before 019).
 _WINDOW_TOOLS = (
     "SELECT tool, count() AS calls, quantiles(0.5, 0.95)(duration_ms) AS p50_p95 FROM tool_calls "
     "WHERE started >= now64(3) - INTERVAL {interval} GROUP BY tool"
@@ -205,7 +206,7 @@ def windows() -> list[tuple[str, queries.Query | SessionsTwoStep]]:
             "SELECT model, count() AS api_calls, sum(cost_usd) AS usd FROM usage FINAL "
             "WHERE timestamp >= now64(3) - INTERVAL 1 DAY GROUP BY model",
         ),
-        ("session_costs newest 200 (docs' way)", _NEWEST_COSTS),
+        ("session_costs newest 200 (ids first)", _NEWEST_COSTS),
         (
             "session_costs newest 200 (ORDER BY)",
             "SELECT * FROM session_costs ORDER BY last_at DESC LIMIT 200",
