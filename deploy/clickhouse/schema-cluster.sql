@@ -3105,10 +3105,11 @@ LEFT JOIN
 -- session_totals: per session, its usage's figures (signed, as in session_cost) and its last
 -- cost-state.
 --   calls, main_calls, input .. cache_1h, priced, unpriced   sums of the signed usage rows
---   model_calls      per model, its calls (a model whose calls were all replaced counts 0)
+--   model_set        the models of its messages (a copy has its message's model, so a replaced
+--                    copy never leaves a model behind)
 --   first_usage, last_usage   the time of its first and last stored message (copies included)
 --   main             (time, message id, agent, team) of its first main-agent message (no
---                    agent_id); NO_MAIN when it has none
+--                    agent_id); (2299-12-31 23:59:59.999, '', '', '') when it has none
 --   parent           its subagents' parent (the largest name, when they have several)
 --   usage_team       its messages' team (the largest)
 --   claude           (1, version, total_cost_usd, time, agent, team) of its cost-state with the
@@ -3125,7 +3126,7 @@ CREATE TABLE IF NOT EXISTS session_totals_local ON CLUSTER '{cluster}'
     cache_1h SimpleAggregateFunction(sum, Int64),
     priced SimpleAggregateFunction(sum, Float64),
     unpriced SimpleAggregateFunction(sum, Int64),
-    model_calls SimpleAggregateFunction(sumMap, Map(String, Int64)),
+    model_set SimpleAggregateFunction(groupUniqArrayArray, Array(String)),
     first_usage SimpleAggregateFunction(min, Nullable(DateTime64(3, 'UTC'))),
     last_usage SimpleAggregateFunction(max, Nullable(DateTime64(3, 'UTC'))),
     main SimpleAggregateFunction(min, Tuple(DateTime64(3, 'UTC'), String, String, String))
@@ -3154,7 +3155,7 @@ SELECT
     sum(sign * toInt64(cache_write_1h_tokens)) AS cache_1h,
     sumIf(sign * assumeNotNull(cost_usd), cost_usd IS NOT NULL) AS priced,
     sumIf(toInt64(sign), cost_usd IS NULL) AS unpriced,
-    sumMap(map(toString(model), toInt64(sign))) AS model_calls,
+    groupUniqArrayIf(toString(model), sign > 0) AS model_set,
     minOrNullIf(timestamp, sign > 0) AS first_usage,
     maxOrNullIf(timestamp, sign > 0) AS last_usage,
     min(
@@ -3191,7 +3192,7 @@ SELECT
     if(calls > 0 AND unpriced = calls, NULL, if(calls > 0, priced, 0)) AS cost_usd,
     toUInt64(if(calls > 0, unpriced, 0)) AS unpriced_calls,
     if(claude.1 = 1, claude.3, NULL) AS claude_cost_usd,
-    arraySort(arrayFilter((model, n) -> n > 0, mapKeys(model_calls), mapValues(model_calls))) AS models,
+    if(calls > 0, arraySort(model_set), []) AS models,
     if(calls > 0, assumeNotNull(first_usage), claude.4) AS first_at,
     if(calls > 0, assumeNotNull(last_usage), claude.4) AS last_at
 FROM session_totals FINAL
