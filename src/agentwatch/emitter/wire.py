@@ -191,7 +191,12 @@ class Connection:
         data, self._buf = self._buf[:n], self._buf[n:]
         return data
 
-    def publish(self, messages: Iterable[Message], stream: bool | None = None) -> bool | None:
+    def publish(
+        self,
+        messages: Iterable[Message],
+        stream: bool | None = None,
+        detach: Callable[[], None] | None = None,
+    ) -> bool | None:
         """Send `messages`; return once each is stored, or raise BusError.
 
         On a server with JetStream, stored means the stream's acknowledgement (a PubAck on the
@@ -204,6 +209,9 @@ class Connection:
         `stream` is what the caller knows of the bus: True (a stream captures genie.>: wait for
         its acks), False (none does: the PONG confirms), None (ask JetStream, in the same write).
         Returns what this call learned (True, False), or None when it learned nothing.
+
+        `detach`: called once the messages are written, before the wait for the stream's acks
+        (the hook hands that wait to a process of its own there: see hook._detach).
         """
         batch = list(messages)
         headers = bool(self.info.get("headers", True))
@@ -234,6 +242,8 @@ class Connection:
         try:
             self._send(b"".join(parts))
             if acks:
+                if detach is not None:
+                    detach()
                 return self._await_acks(len(batch))
             self.confirm()
         except OSError as exc:
