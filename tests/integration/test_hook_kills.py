@@ -390,6 +390,10 @@ def test_coverage_shows_what_waits_in_the_spool_and_recovers_after_a_flush(
     lock = (tmp_path / "hook" / "spool" / "flush.lock").open("a")
     os.lockf(lock.fileno(), os.F_LOCK, 0)  # the lock the spool's flusher takes
     emit("Stop", up)
+    # The run's own flush is its child's (the one that waits for the bus once the process the
+    # agent started has left: hook._detach), which tries the lock after the acks; no child lives
+    # past its deadline (400 ms), so the lock is held that long and more.
+    time.sleep(1.0)
     lock.close()
     wait_rows(store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'covered'", 2)
     query = "SELECT max_seq, stored, missing, coverage_pct, spool_bytes FROM coverage WHERE session_id = 'covered'"  # noqa: E501

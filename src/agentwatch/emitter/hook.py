@@ -170,12 +170,14 @@ class Publisher:
         """A new deadline for what follows (a command that publishes batch after batch)."""
         self.deadline = self._conn.deadline = deadline
 
-    def publish(self, messages: list[Message], detach: Callable[[], None] | None = None) -> None:
+    def connecting(self) -> bool:
+        """Whether the stdlib client began a connection the server has yet to answer (not one
+        refused at once, as a loopback port where nothing listens is)."""
+        return not self._nkey and self._conn is not None and self._conn.connecting()
+
+    def publish(self, messages: list[Message]) -> None:
         self.greet()
-        if self._nkey:  # nats-py's connection: it waits in this process
-            learned = self._conn.publish(messages, self.stream)
-        else:
-            learned = self._conn.publish(messages, self.stream, detach)
+        learned = self._conn.publish(messages, self.stream)
         if learned is not None:
             self.stream = learned
 
@@ -386,15 +388,12 @@ def run(
             _quiet()
             raise Interrupted
         publisher = publisher or Publisher(environ, deadline)
+        if publisher.connecting():  # the agent does not wait for the server: a child does
+            held = _detach(spool, held, deadline)
         publisher.greet()
         if publisher.max_payload < DEFAULT_MAX_PAYLOAD:
             encoded = [(s, i, refit(publisher.max_payload)(b)) for s, i, b in encoded]
-
-        def detach() -> None:
-            nonlocal held
-            held = _detach(spool, held, deadline)
-
-        publisher.publish(encoded, detach)
+        publisher.publish(encoded)
     except (Exception, Deadline, Interrupted) as exc:
         _quiet()
         if publisher is not None:
@@ -415,10 +414,11 @@ def run(
 
 
 def _detach(spool: Spool, held: str, deadline: float) -> str:
-    """The messages are written, the stream's acks are yet to come: the agent waits for this
-    process, not for them. A child takes the run over (its in-flight file, the wait, the spool
-    if they do not come, the deadline) and this process leaves with status 0 at once. Where
-    fork fails the run waits as before. The in-flight file the child holds now."""
+    """The messages are on disk (`held`), the server has yet to answer: the agent waits for this
+    process, not for the bus. A child takes the run over (its in-flight file, the server's
+    greeting, the send, the stream's acks, the spool if they do not come, the deadline) and this
+    process leaves with status 0 at once. Where fork fails the run goes on as before. The
+    in-flight file the child holds now."""
     if not _run["detach"]:
         return held
     parent, _run["phase"] = posix.getpid(), PREPARING  # a stop is noted, not acted on, meanwhile

@@ -126,6 +126,23 @@ class Connection:
                 self._errors.append(str(exc))  # the connection never was: the next address
                 self._connect_next()
 
+    def connecting(self) -> bool:
+        """Whether a connection is begun and not yet greeted, nor refused: what follows waits on
+        the server. (A loopback port where nothing listens may refuse only after `connect`
+        returned: its error is on the socket by now.)"""
+        if self._sock is None or self._refused is not None or self.greeted:
+            return False
+        try:
+            error = self._sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_ERROR)  # read, it is cleared
+        except OSError:
+            return False
+        if not error:
+            return True
+        self.close()
+        self._errors.append(f"[Errno {error}] {posix.strerror(error)}")
+        self._connect_next()  # the next address, if any: refused at once or begun
+        return self.connecting()
+
     def _connected(self) -> bool:
         try:
             self._sock.getpeername()
@@ -191,12 +208,7 @@ class Connection:
         data, self._buf = self._buf[:n], self._buf[n:]
         return data
 
-    def publish(
-        self,
-        messages: Iterable[Message],
-        stream: bool | None = None,
-        detach: Callable[[], None] | None = None,
-    ) -> bool | None:
+    def publish(self, messages: Iterable[Message], stream: bool | None = None) -> bool | None:
         """Send `messages`; return once each is stored, or raise BusError.
 
         On a server with JetStream, stored means the stream's acknowledgement (a PubAck on the
@@ -209,9 +221,6 @@ class Connection:
         `stream` is what the caller knows of the bus: True (a stream captures genie.>: wait for
         its acks), False (none does: the PONG confirms), None (ask JetStream, in the same write).
         Returns what this call learned (True, False), or None when it learned nothing.
-
-        `detach`: called once the messages are written, before the wait for the stream's acks
-        (the hook hands that wait to a process of its own there: see hook._detach).
         """
         batch = list(messages)
         headers = bool(self.info.get("headers", True))
@@ -242,8 +251,6 @@ class Connection:
         try:
             self._send(b"".join(parts))
             if acks:
-                if detach is not None:
-                    detach()
                 return self._await_acks(len(batch))
             self.confirm()
         except OSError as exc:
