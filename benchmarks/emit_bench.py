@@ -5,7 +5,8 @@ signals ignored, then the script's interpreter with -I -S), given to /bin/sh. `p
 (the same interpreter, with its site as usual) is given to /bin/sh the same way, so the shell's
 start counts on both sides. Interleaved in one run (so machine noise hits both alike), each fed a
 real hook payload on stdin. Three scenarios: the bus up (a nats-server this script starts on
-a free loopback port, with the GENIE stream: the hook waits for the stream's acks); JetStream on
+a free loopback port, with the GENIE stream: the hook's child waits for the stream's acks, and
+nothing may be spooled); JetStream on
 with no stream for genie.> and a core subscriber on genie.> (the hook must not wait for acks no
 stream will send; the subscriber must receive every event once); and the bus down (connection
 refused: the event goes to the spool).
@@ -157,8 +158,14 @@ def stale_bytecode() -> list[str]:
 
 
 def spooled(data_dir: str, nonempty: bool = False) -> bool:
-    """Whether the hook (or --before's, in its own data dir) spooled an event in `data_dir`."""
-    queues = [Path(d, "spool", "queue") for d in (data_dir, data_dir + "-before")]
+    """Whether the hook (or --before's, in its own data dir) spooled an event in `data_dir`, once
+    the last runs' children (which wait for the bus: emitter/hook.py's _detach) are done."""
+    dirs = (data_dir, data_dir + "-before")
+    waited = time.monotonic() + 5
+    while any(Path(d, "spool", "inflight").is_dir() and any(Path(d, "spool", "inflight").iterdir())
+              for d in dirs) and time.monotonic() < waited:  # fmt: skip
+        time.sleep(0.01)
+    queues = [Path(d, "spool", "queue") for d in dirs]
     return any(q.exists() and (q.stat().st_size > 0 or not nonempty) for q in queues)
 
 
