@@ -113,7 +113,7 @@ async def test_an_earlier_versions_durable_gets_room_for_two_batches(nats_server
         old = store_consumer_config({})
         old.max_ack_pending = 40_000
         await js.add_consumer(STREAM_NAME, old)
-        await prepare_stream(nats_server.url, {}, watchdog=True)
+        await prepare_stream(nats_server.url, {})
         info = await js.consumer_info(STREAM_NAME, STORE_DURABLE)
     finally:
         await nc.close()

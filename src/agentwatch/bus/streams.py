@@ -194,12 +194,13 @@ async def prepare_stream(
     environ: Mapping[str, str] = os.environ,
     patience: float = 30.0,
     *,
-    watchdog: bool = False,
-    alone: bool = False,
+    watchdog_alone: bool = False,
 ) -> str:
-    """Create or update the stream (and with `watchdog`, the collector's: the store's durable given
-    the current MAX_ACK_PENDING, and for a watchdog running `alone` its own durable), retrying while
-    a cluster has no leader for it yet (a node that just restarted, an election under way)."""
+    """Create or update the stream, raise an existing store durable's limit to the current
+    MAX_ACK_PENDING and, with `watchdog_alone`, create the durable of a watchdog running without a
+    store (`agentwatch alerts run`),
+    retrying while a cluster has no leader for it yet (a node that just restarted, an election
+    under way)."""
     from agentwatch.bus.connect import connect
 
     deadline = time.monotonic() + patience
@@ -208,10 +209,9 @@ async def prepare_stream(
             nc = await connect(url, environ, name="agentwatch-setup")
             try:
                 done = await ensure_stream(nc.jetstream(), environ)
-                if watchdog and alone:
+                if watchdog_alone:
                     await ensure_watchdog_consumer(nc.jetstream(), environ)
-                if watchdog:
-                    await raise_ack_pending(nc.jetstream())
+                await raise_ack_pending(nc.jetstream())
                 return done
             finally:
                 await nc.close()

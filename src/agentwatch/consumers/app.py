@@ -312,7 +312,7 @@ def run(
     setup_logging(verbose)
     ch_url = config.clickhouse_url(environ)
     try:
-        how = asyncio.run(bus.prepare_stream(nats_url, environ, watchdog=True, alone=not store))
+        how = asyncio.run(bus.prepare_stream(nats_url, environ, watchdog_alone=not store))
     except Exception as exc:
         raise CollectorError(
             f"cannot set up the GENIE stream on {config.display_urls(nats_url)}: {exc}"
