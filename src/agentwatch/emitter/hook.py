@@ -255,7 +255,9 @@ class Interrupted(BaseException):
 # made, the in-flight file written: a few milliseconds) a stop is only noted, and acted on as
 # soon as they are safe; while the bus is waited on, a stop ends the wait at once.
 PREPARING, SENDING = "preparing", "sending"
-_run: dict[str, Any] = {"phase": PREPARING, "stop": False, "harness": "", "detach": True}
+# "detach": whether the run may leave the wait for the bus to a child (_detach): only the hook's
+# own process (main), never a process that calls run_hook and goes on.
+_run: dict[str, Any] = {"phase": PREPARING, "stop": False, "harness": "", "detach": False}
 
 
 def _on_stop(_signum: int, _frame: FrameType | None) -> None:
