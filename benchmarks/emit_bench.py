@@ -89,7 +89,7 @@ def free_port() -> int:
 def emit_command(harness: str = "", venv: str = "") -> list[str]:
     """The registered command, as Claude Code (or `harness`: codex, gemini) starts it; that of
     the virtual environment `venv` when given (--before)."""
-    from agentwatch.emitter.settings import LAUNCH, hook_command
+    from agentwatch.emitter.settings import TRAP, hook_command
 
     if venv:
         script: str | None = str(Path(venv, "bin", "agentwatch-emit"))
@@ -102,7 +102,7 @@ def emit_command(harness: str = "", venv: str = "") -> list[str]:
     if script is None:
         sys.exit("agentwatch-emit is not installed next to this interpreter: pip install -e . first")
     command = hook_command(os.path.abspath(script), harness)
-    if not command.startswith(LAUNCH):
+    if not command.startswith(TRAP):
         sys.exit(f"{script} does not name its Python on its first line: reinstall agentwatch")
     return ["/bin/sh", "-c", command]
 

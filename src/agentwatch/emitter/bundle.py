@@ -57,7 +57,7 @@ EXTENSIONS = ("_json", "_socket")
 # EXTENSION. The script reads it, checks FORMAT, and runs this module's code from it, whose
 # `install` checks the rest.
 FORMAT = 4
-PACKAGE, MODULE, EXTENSION = "package", "module", "extension"
+PACKAGE, MODULE, EXTENSION, SCRIPT = "package", "module", "extension", "script"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,6 +123,17 @@ def install(bundle: tuple[Any, ...]) -> bool:
 def bundle_path(site: str) -> str:
     """The file in the installation whose `site-packages` is `site` (see the module's doc)."""
     return f"{site}/__pycache__/agentwatch-emit.{sys.implementation.cache_tag}.bundle"
+
+
+def script_of(site: str) -> str:
+    """The installed script of the installation whose `site-packages` is `site`."""
+    return f"{site.rpartition('/')[0].rpartition('/')[0].rpartition('/')[0]}/bin/agentwatch-emit"
+
+
+def compiled_script_path(site: str) -> str:
+    """The script compiled, beside the file (settings.compiled_script names it in the command
+    `hooks install` registers, which runs it while it is newer than the script)."""
+    return f"{site}/__pycache__/agentwatch-emit.{sys.implementation.cache_tag}.pyc"
 
 
 def source_of(home: str, name: str) -> tuple[str, str]:
@@ -210,6 +221,10 @@ def build(home: str, site: str) -> bytes:
             continue  # built into some interpreters
         stat = posix.stat(spec.origin)
         entries.append((name, spec.origin, EXTENSION, stat.st_mtime_ns, stat.st_size))
+    script = script_of(site)
+    if posix.access(script, posix.F_OK):  # changed (a new version), the file and the .pyc are made anew
+        stat = posix.stat(script)
+        entries.append(("agentwatch-emit", script, SCRIPT, stat.st_mtime_ns, stat.st_size))
     # This module's own code goes apart, for the script to run: its file is checked with the rest.
     paths = [home] if home == site else [home, site]  # site: an editable install's dependencies
     return marshal.dumps((FORMAT, codes.pop(__name__), sys.version, paths, entries, codes))
@@ -228,7 +243,18 @@ def refresh(site: str) -> bool:
         if posix.access(folder, posix.F_OK) or not posix.access(site, posix.W_OK):
             return False
         posix.mkdir(folder, 0o755)
-    data = build(home, site)
+    _write(path, build(home, site))
+    script = script_of(site)
+    if posix.access(script, posix.R_OK):
+        with open(script, "rb") as f:
+            code = compile(f.read(), script, "exec", dont_inherit=True)
+        magic: bytes = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
+        _write(compiled_script_path(site), magic + bytes(12) + marshal.dumps(code))  # a .pyc's layout
+    return True
+
+
+def _write(path: str, data: bytes) -> None:
+    """`data` as the file `path`: a temporary file renamed over it, so a reader reads a whole one."""
     tmp = f"{path}.{posix.getpid()}"
     try:
         fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o644)
@@ -245,4 +271,3 @@ def refresh(site: str) -> bool:
         except OSError:
             pass
         raise
-    return True
