@@ -22,6 +22,12 @@ directory can be written; until then the script puts `site-packages` on `sys.pat
 Compiled with docstrings left out (`optimize=2`: none of these modules asserts or reads a
 docstring), which makes it 13% smaller and 0.1 ms quicker to load.
 
+The run that writes the file also writes the installed script compiled beside it, as a `.pyc`
+(`compiled_script_path`), which the command `hooks install` registers runs while it is newer than
+the script (settings.hook_command): Python compiles a script on every run, a `.pyc` not (0.4 ms
+to 0.8 ms here). The script is one of the file's checked entries, so a new one (an upgrade) makes
+its run write both anew.
+
 Standard library only. Its code runs in every hook run (from the file, before the hook's modules):
 `install` and the finder; the rest only in a run that writes the file.
 """
