@@ -18,11 +18,15 @@ block of docs/queries.md: what a person writes against the documented views for 
 last hour or day of `tool_calls`, `events`, `messages`, `usage`; the newest 200 `session_costs`).
 
     python benchmarks/history_bench.py [--sizes 1000000,10000000] [--same-rate] [--runs 5] [--dir DIR]
-        [--only REGEX] [--interleave]
+        [--only REGEX] [--interleave] [--fresh-parts N]
 
 With --interleave, every size is built (or opened) first, then each query's runs are taken in turn
 over the sizes, so that a change of a shared machine's load during the run moves every size alike
 and the growth from one size to the next is measured at one load.
+
+With --fresh-parts N, the history is then left as a live store has it: N small parts of new API
+messages (40 each, to sessions of the history) that the engine has not merged, their merges
+stopped, so that a question folding rows at read time (FINAL) is timed with what it folds live.
 
 With --dir, a history built there before (same size and span) is timed again as it is, after the
 schema's newer migrations (whose backfills fill their rollups from it). Its times are relative to
@@ -143,7 +147,8 @@ def documented() -> list[tuple[str, str]]:
     return found
 
 
-# What a person writes against the documented views for a window (docs/queries.md's table).
+# What a person writes against the documented views for a window (docs/queries.md's table), and
+# the newest sessions' ids picked from session_cost first (what docs/queries.md asked before 019).
 _WINDOW_TOOLS = (
     "SELECT tool, count() AS calls, quantiles(0.5, 0.95)(duration_ms) AS p50_p95 FROM tool_calls "
     "WHERE started >= now64(3) - INTERVAL {interval} GROUP BY tool"
@@ -152,6 +157,15 @@ _NEWEST_COSTS = (
     "SELECT * FROM session_costs WHERE session_id IN (SELECT session_id FROM session_cost "
     "GROUP BY session_id ORDER BY max(last_at) DESC LIMIT 200) ORDER BY last_at DESC"
 )
+
+
+def view_before_019(name: str) -> str:
+    """The SELECT of the view `name` as 009_rollups.sql defines it (before 019 replaced it): the
+    reference a run times beside the view as it is now."""
+    text = (ROOT / "src" / "agentwatch" / "store" / "schema" / "009_rollups.sql").read_text(encoding="utf-8")
+    head = f"CREATE OR REPLACE VIEW {name} AS\n"
+    body = text[text.index(head) + len(head) :]
+    return body[: body.index(";\n")]
 
 
 def windows() -> list[tuple[str, queries.Query | SessionsTwoStep]]:
@@ -192,10 +206,14 @@ def windows() -> list[tuple[str, queries.Query | SessionsTwoStep]]:
             "SELECT model, count() AS api_calls, sum(cost_usd) AS usd FROM usage FINAL "
             "WHERE timestamp >= now64(3) - INTERVAL 1 DAY GROUP BY model",
         ),
-        ("session_costs newest 200 (docs' way)", _NEWEST_COSTS),
+        ("session_costs newest 200 (ids first)", _NEWEST_COSTS),
         (
             "session_costs newest 200 (ORDER BY)",
             "SELECT * FROM session_costs ORDER BY last_at DESC LIMIT 200",
+        ),
+        (
+            "session_costs newest 200 (ORDER BY), 009's view",
+            f"SELECT * FROM ({view_before_019('session_costs')}) ORDER BY last_at DESC LIMIT 200",  # noqa: S608 - the schema's own text
         ),
     ]
     return [(title, queries.Query(sql)) for title, sql in asked]
@@ -302,6 +320,34 @@ def time_interleaved(
     return {**medians, **{size: statistics.median(t) * 1000 for size, t in times.items()}}
 
 
+# A live store's newest API messages: 40 of sessions of the history (picked by `seed`), now.
+_FRESH = """\
+INSERT INTO usage_in (session_id, message_id, request_id, timestamp, agent, team, model, output_tokens,
+                      cost_usd, version)
+SELECT session_id, concat('fresh-{seed}-', session_id), 'r', now64(3), 'agent-0', 'team-0', 'claude-opus-4-1',
+       100, 0.01, 1
+FROM (SELECT DISTINCT session_id FROM session_cost ORDER BY cityHash64(session_id, {seed}) LIMIT 40)"""
+# The cost rollups a fresh message lands in that the session questions read.
+_FRESH_TABLES = ("session_cost", "session_totals")
+
+
+def fresh_parts(client: Any, parts: int) -> None:
+    """Leave the history as a live store has it: its newest messages in `parts` small parts the
+    engine has not merged yet (the merges of the session cost rollups stopped, then `parts`
+    inserts of 40 messages each). A question that folds rows at read (FINAL) folds those."""
+    held = {
+        row[0]
+        for row in client.query(
+            "SELECT name FROM system.tables WHERE database = currentDatabase()"
+        ).result_rows
+    }
+    for table in _FRESH_TABLES:
+        if table in held:
+            client.command(f"SYSTEM STOP MERGES {table}")
+    for seed in range(parts):
+        client.command(_FRESH.format(seed=seed))
+
+
 def settle(client: Any, limit_s: float = 600) -> float:
     """Wait until the engine's background merges of the fresh history are done, and the
     migrations' mutations (an index or projection built for the rows stored before): a live
@@ -362,6 +408,13 @@ def main() -> int:
         "--same-rate", action="store_true", help="every size at the largest's rate (it spans the 30 days)"
     )
     parser.add_argument(
+        "--fresh-parts",
+        type=int,
+        default=0,
+        help="after the merges settle, add this many small unmerged parts of new API messages "
+        "(a live store's newest; changes a --dir history)",
+    )
+    parser.add_argument(
         "--interleave",
         action="store_true",
         help="build or open every size first, then take each query's runs in turn over the sizes",
@@ -389,6 +442,9 @@ def main() -> int:
         client = open_history(base, root, size, days, reuse=args.dir is not None)
         kept.append(size)
         print(f"background merges settled after {settle(client):.0f} s")
+        if args.fresh_parts:
+            fresh_parts(client, args.fresh_parts)
+            print(f"{args.fresh_parts} fresh parts of 40 API messages each, their merges stopped")
         search = session_queries.search(NEEDLE)
         found = len(client.query(search.sql, parameters=search.params).result_rows)
         print(f"search {NEEDLE!r}: {found} event(s) found (1 expected)")

@@ -314,6 +314,14 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"ALTER TABLE call_rollup_local {ON_CLUSTER} ADD INDEX IF NOT EXISTS by_at at TYPE minmax "
         "GRANULARITY 1;",
         f"CREATE OR REPLACE VIEW tool_calls {ON_CLUSTER} AS",
+        # 019: session_totals sharded by session; fed by usage_in (Null: the same view on every
+        # node, into the Distributed table) and by cost_states (per shard, into the local table).
+        f"CREATE TABLE IF NOT EXISTS session_totals_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS session_totals {ON_CLUSTER} AS session_totals_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_totals_usage_mv {ON_CLUSTER} TO session_totals AS",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_totals_states_mv {ON_CLUSTER} "
+        "TO session_totals_local AS",
+        f"CREATE OR REPLACE VIEW session_costs {ON_CLUSTER} AS",
     ]
 
 
@@ -355,6 +363,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 7  # 017_history_windows: a setting, two projections, loose_calls (two tables, a view), tool_calls
         + 8  # 018_time_windows: three columns, a view's query, the copy of usage created and dropped
         + 4  # and call_rollup's column (on two tables), its index, tool_calls
+        + 5  # 019_session_totals: session_totals (local and Distributed), its two views, session_costs
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -1,0 +1,87 @@
+"""session_costs as 019_session_totals.sql reads it (session_totals: one row per session once
+merged, folded by FINAL): an older store migrates and answers what it answered before and what
+`usage FINAL` answers, and the newest sessions by last_at are the ones 009's view gave."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from agentwatch.store.migrations import SCHEMA_DIR, apply_migrations
+from agentwatch.store.usage import UsageRows, insert_usage
+from tests.integration.test_rollups import (
+    assert_costs_match_raw,
+    bigger,
+    cost_answers,
+    store_before_rollups,
+    usage_batch,
+)
+
+NEWEST = "SELECT * FROM {view} ORDER BY last_at DESC, session_id LIMIT 200"
+
+
+def view_of_009(name: str) -> str:
+    """The SELECT of `name` as 009_rollups.sql defined it (over session_cost and cost_states)."""
+    text = SCHEMA_DIR.joinpath("009_rollups.sql").read_text(encoding="utf-8")
+    head = f"CREATE OR REPLACE VIEW {name} AS\n"
+    body = text[text.index(head) + len(head) :]
+    return body[: body.index(";\n")]
+
+
+def newest(client: Client, view: str) -> list[tuple[Any, ...]]:
+    result = client.query(NEWEST.format(view=view))
+    return [tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in result.result_rows]
+
+
+def test_an_older_store_migrates_and_session_costs_answers_as_before(chdb_database: Client) -> None:
+    store_before_rollups(chdb_database, before=19)
+    found = usage_batch()
+    insert_usage(chdb_database, found)
+    insert_usage(chdb_database, UsageRows(bigger(found.usage[::3], 7), [], []))  # replacing copies
+    before = cost_answers(chdb_database, "session_costs", "session_id")
+    assert any(row[11] is not None for row in before)  # sessions with Claude Code's own total
+
+    assert "019_session_totals" in apply_migrations(chdb_database)
+    assert cost_answers(chdb_database, "session_costs", "session_id") == before
+    assert_costs_match_raw(chdb_database)
+    # Live on top of the backfill: larger copies again, the cost-states again (no change).
+    insert_usage(chdb_database, UsageRows(bigger(found.usage[::4], 9), found.cost_states, []))
+    assert_costs_match_raw(chdb_database)
+    # Once merged, one row per session: the view's FINAL has nothing left to fold.
+    chdb_database.command("OPTIMIZE TABLE session_totals FINAL")
+    assert chdb_database.command("SELECT count() FROM session_totals") == len(before)
+    assert_costs_match_raw(chdb_database)
+
+
+def test_the_newest_sessions_are_those_of_009s_view(chdb_database: Client) -> None:
+    apply_migrations(chdb_database)
+    # 20,000 API messages of 1,000 sessions with random ids over 10 days, two models, some of
+    # subagents; a larger copy of every tenth (the stored one taken back out, sign -1); the
+    # cost-states of every third session, and of 50 sessions without usage.
+    usage = (
+        "INSERT INTO usage_in (session_id, message_id, request_id, timestamp, agent, team, parent_agent, "
+        "agent_id, model, output_tokens, cost_usd, version, sign) "
+        "SELECT toString(cityHash64(intDiv(number, 20))), concat('m', toString(number)), 'r', "
+        "now64(3) - toIntervalSecond(intDiv((20000 - number) * 864000, 20000) + {shift}), "
+        "if(number % 5 = 0, 'helper', concat('agent-', toString(intDiv(number, 20) % 7))), "
+        "concat('team-', toString(intDiv(number, 20) % 3)), "
+        "if(number % 5 = 0, concat('agent-', toString(intDiv(number, 20) % 7)), ''), "
+        "if(number % 5 = 0, 'sub', ''), ['opus', 'sonnet'][1 + number % 2], 100 + {extra}, "
+        "if(number % 11 = 0, NULL, 0.01 + {extra} / 1e6), 1 + {extra}, {sign} "
+        "FROM numbers(20000) WHERE {where}"
+    )
+    chdb_database.command(usage.format(shift=0, extra=0, sign=1, where="1"))
+    chdb_database.command(usage.format(shift=0, extra=0, sign=-1, where="number % 10 = 0"))
+    chdb_database.command(usage.format(shift=0, extra=5, sign=1, where="number % 10 = 0"))
+    chdb_database.command(
+        "INSERT INTO cost_states (session_id, timestamp, agent, team, total_cost_usd, version) "
+        "SELECT toString(cityHash64(n)), now64(3) - toIntervalSecond(n * 600), 'agent-0', 'team-0', "
+        "n / 100, n FROM (SELECT if(number < 334, number * 3, 2000 + number) AS n FROM numbers(384))"
+    )
+    ours = newest(chdb_database, "session_costs")
+    assert len(ours) == 200
+    assert ours == newest(chdb_database, f"({view_of_009('session_costs')})")
+    every = cost_answers(chdb_database, "session_costs", "session_id")
+    assert len(every) == 1050
+    assert every == cost_answers(chdb_database, f"({view_of_009('session_costs')})", "session_id")
