@@ -5,12 +5,13 @@ signals ignored, then the script's interpreter with -I -S), given to /bin/sh. `p
 (the same interpreter, with its site as usual) is given to /bin/sh the same way, so the shell's
 start counts on both sides. Interleaved in one run (so machine noise hits both alike), each fed a
 real hook payload on stdin. Three scenarios: the bus up (a nats-server this script starts on
-a free loopback port, with the GENIE stream: the hook waits for the stream's acks); JetStream on
+a free loopback port, with the GENIE stream: the hook's child waits for the stream's acks, and
+nothing may be spooled); JetStream on
 with no stream for genie.> and a core subscriber on genie.> (the hook must not wait for acks no
 stream will send; the subscriber must receive every event once); and the bus down (connection
 refused: the event goes to the spool).
 
-    python benchmarks/emit_bench.py [--runs 60] [--harnesses-only | --breakdown]
+    python benchmarks/emit_bench.py [--runs 60] [--before VENV] [--harnesses-only | --breakdown]
 
 A fourth scenario, the bus up, is a Stop event on a 20 MB transcript read incrementally: a
 generated transcript of realistic assistant lines (text and tool-use blocks, one API response
@@ -21,6 +22,10 @@ acknowledged like the event), the next ones what is new (one turn appended befor
 Then Codex CLI's and Gemini CLI's events (their captured payloads in turn, each with the environment
 its hook saw, through the command `hooks install --harness codex|gemini` registers), the bus up and
 down: both CLIs wait for their hooks.
+
+`--before VENV` times, in the same interleaved runs, the `agentwatch-emit` installed in another
+virtual environment (a checkout from before a change, `pip install -e` there), with its own data
+dir: each row then shows both.
 
 Prints the median of each and the median ratio; the target is at most 1.0x of the bare
 interpreter with the bus up and down, and 1.5x for Codex's and Gemini's events.
@@ -81,17 +86,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def emit_command(harness: str = "") -> list[str]:
-    """The registered command, as Claude Code (or `harness`: codex, gemini) starts it."""
-    from agentwatch.emitter.settings import LAUNCH, hook_command
+def emit_command(harness: str = "", venv: str = "") -> list[str]:
+    """The registered command, as Claude Code (or `harness`: codex, gemini) starts it; that of
+    the virtual environment `venv` when given (--before)."""
+    from agentwatch.emitter.settings import TRAP, hook_command
 
-    script = shutil.which("agentwatch-emit", path=str(Path(sys.executable).parent)) or shutil.which(
-        "agentwatch-emit"
-    )
+    if venv:
+        script: str | None = str(Path(venv, "bin", "agentwatch-emit"))
+        if not Path(str(script)).is_file():
+            sys.exit(f"{script} is not installed: pip install -e <checkout> in {venv} first")
+    else:
+        script = shutil.which("agentwatch-emit", path=str(Path(sys.executable).parent)) or shutil.which(
+            "agentwatch-emit"
+        )
     if script is None:
         sys.exit("agentwatch-emit is not installed next to this interpreter: pip install -e . first")
     command = hook_command(os.path.abspath(script), harness)
-    if not command.startswith(LAUNCH):
+    if not command.startswith(TRAP):
         sys.exit(f"{script} does not name its Python on its first line: reinstall agentwatch")
     return ["/bin/sh", "-c", command]
 
@@ -146,29 +157,87 @@ def stale_bytecode() -> list[str]:
     return stale
 
 
+def spooled(data_dir: str, nonempty: bool = False) -> bool:
+    """Whether the hook (or --before's, in its own data dir) spooled an event in `data_dir`, once
+    the last runs' children (which wait for the bus: emitter/hook.py's _detach) are done."""
+    dirs = (data_dir, data_dir + "-before")
+    waited = time.monotonic() + 5
+    while any(Path(d, "spool", "inflight").is_dir() and any(Path(d, "spool", "inflight").iterdir())
+              for d in dirs) and time.monotonic() < waited:  # fmt: skip
+        time.sleep(0.01)
+    queues = [Path(d, "spool", "queue") for d in dirs]
+    return any(q.exists() and (q.stat().st_size > 0 or not nonempty) for q in queues)
+
+
 def time_run(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, check=False)
     return time.perf_counter() - t0
 
 
-def measure(runs: int, env: dict[str, str], payload: bytes) -> tuple[float, float, float]:
-    emit, bare = [], []
-    ratios = []
-    cmd_emit, cmd_bare = emit_command(), bare_command()
+# (emit median, bare median, median ratio), and the same for --before's hook (or Nones).
+Result = tuple[float, float, float, "float | None", "float | None"]
+BEFORE = ""  # --before: the virtual environment of the hook to compare with
+
+
+def before_env(env: dict[str, str]) -> dict[str, str]:
+    """--before's hook's environment: its own data dir beside the hook's."""
+    return dict(env, AGENTWATCH_DATA_DIR=env["AGENTWATCH_DATA_DIR"] + "-before")
+
+
+class Timings:
+    """The interleaved runs of one scenario: the bare interpreter, the hook, --before's hook."""
+
+    def __init__(self, harness: str = "") -> None:
+        self.bare_cmd, self.emit_cmd = bare_command(), emit_command(harness)
+        self.before_cmd = emit_command(harness, BEFORE) if BEFORE else []
+        self.bare: list[float] = []
+        self.emit: list[float] = []
+        self.before: list[float] = []
+
+    def warm(self, payload: bytes, env: dict[str, str]) -> None:
+        time_run(self.emit_cmd, payload, env)
+        time_run(self.bare_cmd, payload, env)
+        if self.before_cmd:
+            time_run(self.before_cmd, payload, before_env(env))
+
+    def once(self, payload: bytes, env: dict[str, str]) -> float:
+        """One of each (the two hooks in alternating order); this hook's time."""
+        self.bare.append(time_run(self.bare_cmd, payload, env))
+        hooks = [(self.emit_cmd, env, self.emit)]
+        if self.before_cmd:
+            hooks.append((self.before_cmd, before_env(env), self.before))
+            if len(self.bare) % 2:
+                hooks.reverse()
+        for cmd, run_env, times in hooks:
+            times.append(time_run(cmd, payload, run_env))
+        return self.emit[-1]
+
+    def result(self) -> Result:
+        med = statistics.median
+        emit, bare = med(self.emit), med(self.bare)
+        ratio = med(e / b for e, b in zip(self.emit, self.bare, strict=True))
+        if not self.before:
+            return emit, bare, ratio, None, None
+        return (
+            emit,
+            bare,
+            ratio,
+            med(self.before),
+            med(e / b for e, b in zip(self.before, self.bare, strict=True)),
+        )
+
+
+def measure(runs: int, env: dict[str, str], payload: bytes) -> Result:
+    timings = Timings()
     for _ in range(3):  # warm the page cache for both
-        time_run(cmd_emit, payload, env)
-        time_run(cmd_bare, payload, env)
+        timings.warm(payload, env)
     for _ in range(runs):
-        b = time_run(cmd_bare, payload, env)
-        e = time_run(cmd_emit, payload, env)
-        bare.append(b)
-        emit.append(e)
-        ratios.append(e / b)
-    return statistics.median(emit), statistics.median(bare), statistics.median(ratios)
+        timings.once(payload, env)
+    return timings.result()
 
 
-def measure_harness(runs: int, env: dict[str, str], harness: str) -> tuple[float, float, float]:
+def measure_harness(runs: int, env: dict[str, str], harness: str) -> Result:
     """The hook as `hooks install --harness` registers it for `harness`, fed that CLI's captured
     payloads in turn (every event it sends: Gemini's per-chunk AfterModel included), each with the
     environment its hook saw (Gemini's API key a dummy)."""
@@ -178,22 +247,15 @@ def measure_harness(runs: int, env: dict[str, str], harness: str) -> tuple[float
                                                          for k, v in r["env"].items()}})
         for r in records
     ]  # fmt: skip
-    cmd_emit, cmd_bare = emit_command(harness), bare_command()
-    emit, bare, ratios = [], [], []
+    timings = Timings(harness)
     for payload, run_env in runs_of[:3]:
-        time_run(cmd_emit, payload, run_env)
-        time_run(cmd_bare, payload, run_env)
+        timings.warm(payload, run_env)
     for i in range(runs):
-        payload, run_env = runs_of[i % len(runs_of)]
-        b = time_run(cmd_bare, payload, run_env)
-        e = time_run(cmd_emit, payload, run_env)
-        bare.append(b)
-        emit.append(e)
-        ratios.append(e / b)
-    return statistics.median(emit), statistics.median(bare), statistics.median(ratios)
+        timings.once(*runs_of[i % len(runs_of)])
+    return timings.result()
 
 
-def harness_scenarios(runs: int, server: str, tmp: str) -> list[tuple[str, tuple[float, float, float]]]:
+def harness_scenarios(runs: int, server: str, tmp: str) -> list[tuple[str, Result]]:
     """Each other harness's events, the bus up (the GENIE stream's acks) and down (refused)."""
     out = []
     for harness in HARNESS_CAPTURES:
@@ -206,7 +268,7 @@ def harness_scenarios(runs: int, server: str, tmp: str) -> list[tuple[str, tuple
                 AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}",
             )
             out.append((f"{harness} events, bus up", measure_harness(runs, env, harness)))
-            if Path(f"{tmp}/{harness}-up/spool/queue").exists():
+            if spooled(f"{tmp}/{harness}-up"):
                 sys.exit(f"the hook spooled {harness}'s events with the bus up")
         finally:
             stop(proc)
@@ -272,8 +334,9 @@ def read_offset(data_dir: str) -> int:
     return int(found[0].read_text().split(" ")[1]) if found else 0
 
 
-def measure_stop(runs: int, env: dict[str, str], tmp: str) -> tuple[tuple[float, float, float], str]:
-    """The Stop scenario: (emit median, bare median, median ratio), and what the first runs did."""
+def measure_stop(runs: int, env: dict[str, str], tmp: str) -> tuple[Result, str]:
+    """The Stop scenario: (emit median, bare median, median ratio, and --before's), and what the
+    first runs did."""
     rng = random.Random(1)  # noqa: S311 - a reproducible transcript
     transcript = Path(tmp, "projects", "-home-dev-proj", "bench-session.jsonl")
     transcript.parent.mkdir(parents=True)
@@ -286,23 +349,16 @@ def measure_stop(runs: int, env: dict[str, str], tmp: str) -> tuple[tuple[float,
     stop = {"session_id": "bench-session", "transcript_path": str(transcript), "hook_event_name": "Stop"}
     payload = json.dumps({**stop, "cwd": "/home/dev/proj", "stop_hook_active": False}).encode()
     transcript.read_bytes()  # the page cache, as for a transcript Claude Code just wrote
-    cmd_emit, cmd_bare = emit_command(), bare_command()
-    emit: list[float] = []
-    bare: list[float] = []
-    ratios: list[float] = []
+    timings = Timings()
     first: list[float] = []
     for n in range(runs):
         if n:
             with transcript.open("a") as f:
                 f.write(transcript_turn(turns, rng))
                 turns += 1
-        b = time_run(cmd_bare, payload, env)
-        e = time_run(cmd_emit, payload, env)
-        bare.append(b)
-        emit.append(e)
-        ratios.append(e / b)
+        e = timings.once(payload, env)
         if (
-            len(first) == len(emit) - 1
+            len(first) == len(timings.emit) - 1
             and read_offset(env["AGENTWATCH_DATA_DIR"]) < transcript.stat().st_size
         ):
             first.append(e)
@@ -310,7 +366,7 @@ def measure_stop(runs: int, env: dict[str, str], tmp: str) -> tuple[tuple[float,
         f"{size / 1e6:.1f} MB, {turns:,} turns; read up in {len(first) + 1} runs "
         f"({', '.join(f'{t * 1000:.0f}' for t in first)} ms while catching up), then one turn per run"
     )
-    return (statistics.median(emit), statistics.median(bare), statistics.median(ratios)), note
+    return timings.result(), note
 
 
 class CoreSubscriber:
@@ -377,11 +433,19 @@ def main() -> None:
         help="only where the hook's time goes, against the budget `site` leaves it (emit_breakdown.py)",
     )
     parser.add_argument(
+        "--before",
+        metavar="VENV",
+        default="",
+        help="also time the agentwatch-emit installed in this virtual environment, in the same runs",
+    )
+    parser.add_argument(
         "--harnesses-only",
         action="store_true",
         help="only Codex's and Gemini's events (bus up and down), not Claude Code's scenarios",
     )
     args = parser.parse_args()
+    global BEFORE  # noqa: PLW0603 - one setting for every scenario of the run
+    BEFORE = args.before
     stale = stale_bytecode()
     if stale:
         sys.exit(
@@ -411,11 +475,11 @@ def main() -> None:
                 os.environ, AGENTWATCH_DATA_DIR=f"{tmp}/up", AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
             )
             up = measure(args.runs, env, payload)
-            if Path(f"{tmp}/up/spool/queue").exists():
+            if spooled(f"{tmp}/up"):
                 sys.exit("the hook spooled with the bus up: it did not get the stream's acknowledgements")
             env["AGENTWATCH_DATA_DIR"] = f"{tmp}/stop"
             stop_up, stop_note = measure_stop(args.runs, env, tmp)
-            if Path(f"{tmp}/stop/spool/queue").exists():
+            if spooled(f"{tmp}/stop"):
                 sys.exit("a Stop on the long transcript spooled with the bus up: it did not finish in time")
         finally:
             stop(proc)
@@ -428,11 +492,11 @@ def main() -> None:
             )
             nostream = measure(args.runs, env, payload)
             time.sleep(0.5)
-            received, expected = subscriber.count, args.runs + 3
+            received, expected = subscriber.count, (args.runs + 3) * (2 if BEFORE else 1)
         finally:
             subscriber.close()
             stop(proc)
-        if Path(f"{tmp}/ns/spool/queue").exists() and Path(f"{tmp}/ns/spool/queue").stat().st_size:
+        if spooled(f"{tmp}/ns", nonempty=True):
             sys.exit("the hook spooled on a bus without a stream: it waited for acks that never come")
         down_port = free_port()
         env = dict(
@@ -466,21 +530,23 @@ def parts_of_the_hook(runs: int, server: str, payload: bytes) -> list[str]:
             up = envs(f"{tmp}/up", f"nats://127.0.0.1:{port}")
             down = envs(f"{tmp}/down", f"nats://127.0.0.1:{free_port()}")
             lines = breakdown(runs, payload, up, down)
-            if Path(f"{tmp}/up/spool/queue").exists():
+            if spooled(f"{tmp}/up"):
                 sys.exit("the hook spooled with the bus up: it did not get the stream's acknowledgements")
             return lines
         finally:
             stop(proc)
 
 
-def report(runs: int, rows: list[tuple[str, tuple[float, float, float]]]) -> None:
+def report(runs: int, rows: list[tuple[str, Result]]) -> None:
     print(
         f"agentwatch-emit (the registered command) vs `{Path(sys.executable).name} -c pass`, each started "
-        f"by /bin/sh, {runs} interleaved runs each"
+        f"by /bin/sh, {runs} interleaved runs each" + (f"; before: {BEFORE}'s" if BEFORE else "")
     )
-    print(f"{'scenario':<40}{'emit median':>14}{'bare median':>14}{'median ratio':>14}")
-    for name, (e, b, r) in rows:
-        print(f"{name:<40}{e * 1000:>11.1f} ms{b * 1000:>11.1f} ms{r:>13.2f}x")
+    extra = f"{'before median':>15}{'before ratio':>14}" if BEFORE else ""
+    print(f"{'scenario':<40}{'emit median':>14}{'bare median':>14}{'median ratio':>14}{extra}")
+    for name, (e, b, r, be, br) in rows:
+        more = f"{be * 1000:>12.1f} ms{br:>13.2f}x" if be is not None and br is not None else ""
+        print(f"{name:<40}{e * 1000:>11.1f} ms{b * 1000:>11.1f} ms{r:>13.2f}x{more}")
 
 
 if __name__ == "__main__":

@@ -110,26 +110,35 @@ def assert_registered_command_runs(
     `site`: its interpreter under -X importtime shows what the script loaded."""
     (handler,) = snippet["hooks"]["Stop"][0]["hooks"]
     command = handler["command"]
-    words = shlex.split(command.removeprefix("trap '' HUP INT TERM; exec "))
-    assert command.startswith("trap '' HUP INT TERM; exec ") and words == [
-        str(bin_dir / "python"), "-IS", str(bin_dir / "agentwatch-emit")
-    ], command  # fmt: skip
+    python, script = str(bin_dir / "python"), str(bin_dir / "agentwatch-emit")
+    lib = bin_dir.parent / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    compiled = str(
+        lib / "site-packages" / "__pycache__" / f"agentwatch-emit.{sys.implementation.cache_tag}.pyc"
+    )
+    first, _, last = command.rpartition("; exec ")
+    words = shlex.split(last)
+    assert words == [python, "-IS", script], command  # the script, and first its compiled copy
+    assert first == f"trap '' HUP INT TERM; [ {compiled} -nt {script} ] && exec {python} -IS {compiled}", (
+        command
+    )
     hook = subprocess.run(
         ["/bin/sh", "-c", command], input=PAYLOAD, env=env, capture_output=True, timeout=60, check=False
     )
     assert (hook.returncode, hook.stdout, hook.stderr) == (0, b"", b"")
     status = run(bin_dir, "agentwatch", "spool", "status", env=env)
     assert f"pending:  {pending} event message(s)".encode() in status.stdout, status.stdout
-    traced = subprocess.run(
-        [words[0], "-X", "importtime", *words[1:]],
-        input=PAYLOAD,
-        env=env,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    loaded = {line.split(b"|")[-1].strip() for line in traced.stderr.splitlines()}
-    assert b"agentwatch.emitter.hook" in loaded and b"site" not in loaded, traced.stderr[-2000:]
+    assert Path(compiled).stat().st_mtime_ns > Path(script).stat().st_mtime_ns, "written by that run"
+    for ran in (script, compiled):
+        traced = subprocess.run(
+            [python, "-X", "importtime", "-IS", ran],
+            input=PAYLOAD,
+            env=env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        loaded = {line.split(b"|")[-1].strip() for line in traced.stderr.splitlines()}
+        assert b"agentwatch.emitter.hook" in loaded and b"site" not in loaded, traced.stderr[-2000:]
 
 
 def test_an_editable_install_runs_the_registered_command_without_site(tmp_path: Path) -> None:

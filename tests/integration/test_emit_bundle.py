@@ -18,6 +18,7 @@ from pathlib import Path
 
 import agentwatch
 from agentwatch.emitter import bundle
+from agentwatch.emitter.settings import hook_command
 from tests.conftest import clean_env, free_port, tool
 
 PAYLOAD = json.dumps(
@@ -108,3 +109,29 @@ def test_a_damaged_file_is_ignored_and_written_anew(tmp_path: Path) -> None:
 def test_the_script_reads_the_files_current_format() -> None:
     text = Path(tool("agentwatch-emit")).read_text()
     assert f"_bundle[0] != {bundle.FORMAT}:" in text
+
+
+def test_the_script_compiled_beside_the_file_is_what_the_registered_command_runs(tmp_path: Path) -> None:
+    """The run that writes the file also writes the script compiled (Python runs a `.pyc` without
+    compiling it, as it must a script): run directly it loads the modules from the file. The
+    command `hooks install` registers runs it while it is newer than the script; a new script (an
+    upgrade) is run itself, and its run writes both anew."""
+    script, home = installation(tmp_path)
+    run(script, tmp_path)
+    compiled = Path(bundle.compiled_script_path(str(home)))
+    assert compiled.stat().st_mtime_ns > script.stat().st_mtime_ns
+    assert from_bundle(run(compiled, tmp_path)) == set(bundle.MODULES)
+    command = hook_command(str(script))
+    assert f"[ {compiled} -nt {script} ] && exec " in command, command
+    script.write_text(script.read_text() + "\n_upgraded = True\n")
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+    result = subprocess.run(
+        ["/bin/sh", "-c", command], input=PAYLOAD, env=env, capture_output=True, check=False
+    )
+    assert result.returncode == 0 and result.stdout == b"" and result.stderr == b""
+    assert compiled.stat().st_mtime_ns > script.stat().st_mtime_ns, "written anew after the script"
+    assert b"_upgraded" in compiled.read_bytes(), "from the new script"
+    assert from_bundle(run(compiled, tmp_path)) == set(bundle.MODULES)
+    assert spooled(tmp_path) == 4

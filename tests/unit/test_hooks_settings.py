@@ -961,6 +961,40 @@ def test_only_the_commands_own_launch_form_is_recognised() -> None:
     assert not cs.is_agentwatch_command("trap '' TERM; exec /v/bin/python3 -IS /v/bin/agentwatch-emit")
 
 
+def test_the_command_runs_the_compiled_script_while_it_is_newer_where_the_python_is_this_one(
+    settings: Path, tmp_path: Path
+) -> None:
+    """A script whose `#!` names this interpreter, in an installation with its site-packages:
+    the command runs the script as the hook compiled it (emitter/bundle.py) while that file is
+    newer than the script, the script otherwise; each with the harness's flag."""
+    root = tmp_path / "venv"
+    site = root / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    site.mkdir(parents=True)
+    script = fake_script(root / "bin", sys.executable)
+    compiled = site / "__pycache__" / f"agentwatch-emit.{sys.implementation.cache_tag}.pyc"
+
+    command = cs.hook_command(str(script))
+
+    plain = f"exec {shlex.join([sys.executable, '-IS', str(script)])}"
+    assert command == (
+        f"trap '' HUP INT TERM; [ {compiled} -nt {script} ] && exec {sys.executable} -IS {compiled}; {plain}"
+    )
+    assert cs.is_agentwatch_command(command)
+    codex = cs.hook_command(str(script), "codex")
+    assert cs.with_harness(command, "codex") == codex and cs.is_agentwatch_command(codex)
+    assert codex.count("--harness codex") == 2, "both runs name the harness"
+    assert not cs.is_agentwatch_command(command.replace(" -nt ", " -ot "))
+    assert not cs.is_agentwatch_command(command.replace(str(compiled), "/elsewhere/other.pyc"))
+    assert not cs.is_agentwatch_command(command + " --extra")
+    original = write_json(settings, {"hooks": {"Stop": [{"hooks": [OTHER_TOOL]}]}}, indent=2)
+    cs.install(settings, command)
+    assert own_handlers(load(settings), "Stop") == [{"type": "command", "command": command, "timeout": 5}]
+    cs.uninstall(settings)
+    assert settings.read_bytes() == original
+    (site.parent.parent.parent / "lib").rename(root / "gone")
+    assert cs.hook_command(str(script)) == f"trap '' HUP INT TERM; {plain}", "no site-packages: the script"
+
+
 def test_install_replaces_a_plain_registration_with_the_launch_form_and_uninstall_removes_it(
     settings: Path, tmp_path: Path
 ) -> None:

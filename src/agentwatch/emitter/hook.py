@@ -22,7 +22,7 @@ import time
 
 from agentwatch import config
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, USAGE_EVENTS, encode_envelope, envelopes_from_stdin
-from agentwatch.emitter.spool import COMPLETE, DEFAULT_MAX_BYTES, READING, Spool
+from agentwatch.emitter.spool import DEFAULT_MAX_BYTES, Spool
 from agentwatch.harnesses import GEMINI_CLI
 
 # On the events that close a piece of work (contract.USAGE_EVENTS) the hook reads what is new in
@@ -47,7 +47,6 @@ signal: Any = __import__("_signal")
 # Claude Code sends SIGTERM to hooks still running when a session ends; a closed terminal sends
 # SIGHUP. Each makes the hook spool what the bus has not confirmed and exit 0 at once.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-CRASH_LOG_MAX_BYTES = 256 * 1024
 # Share of the deadline after which the hook stops draining the spool and leaves the rest for later.
 FLUSH_SHARE = 0.5
 
@@ -71,35 +70,11 @@ def crash_log_path(environ: Mapping[str, str]) -> str:
 def log_problem(
     environ: Mapping[str, str], kind: str, message: str, exc: BaseException | None = None
 ) -> None:
-    """Append one JSON line to the bounded crash log; never raises."""
+    """Append one JSON line to the bounded crash log; never raises (emitter/mishaps.py)."""
     try:
-        from agentwatch.jsonfast import dumps
+        from agentwatch.emitter.mishaps import log_problem as log
 
-        record: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "pid": posix.getpid(),
-            "kind": kind,
-            "message": message[:2000],
-        }
-        if exc is not None:
-            import traceback
-
-            record["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-            record["where"] = (
-                traceback.format_exception(exc)[-2:][0].strip()[:1000] if exc.__traceback__ else ""
-            )
-        path = crash_log_path(environ)
-        config.ensure_dir(path.rpartition("/")[0])
-        try:
-            if posix.stat(path).st_size > CRASH_LOG_MAX_BYTES:
-                posix.replace(path, path + ".1")
-        except FileNotFoundError:
-            pass
-        fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
-        try:
-            posix.write(fd, dumps(record).encode() + b"\n")
-        finally:
-            posix.close(fd)
+        log(crash_log_path(environ), kind, message, exc)
     except Exception:  # noqa: S110 - the crash log is the last resort; nothing is left to tell
         pass
 
@@ -109,6 +84,12 @@ def spool_for(environ: Mapping[str, str]) -> Spool:
     spool = Spool(in_data_dir(environ, "spool"), max_bytes)
     spool.rebuild = lambda header, raw: _rebuild(header, raw, environ, spool)
     return spool
+
+
+def _rebuild(header: bytes, raw: bytes, environ: Mapping[str, str], spool: Spool) -> list[Message]:
+    from agentwatch.emitter.mishaps import rebuild
+
+    return rebuild(header, raw, environ, spool, _outgoing)
 
 
 def _capture_header(environ: Mapping[str, str], host: str) -> bytes:
@@ -123,23 +104,6 @@ def _hostname() -> str:
     import _socket
 
     return str(_socket.gethostname())
-
-
-def _rebuild(header: bytes, raw: bytes, environ: Mapping[str, str], spool: Spool) -> list[Message]:
-    """The messages of a run killed before it made them, from its capture."""
-    from agentwatch.jsonfast import loads
-
-    stopped_reading = header.startswith(READING)
-    made = loads(header.lstrip(READING + COMPLETE).decode("utf-8", "replace"))
-    names = made.get("env") if isinstance(made.get("env"), dict) else {}
-    env = {**{k: v for k, v in environ.items() if k not in ("GENIE_AGENT_NAME", "GENIE_TEAM")}, **names}
-    at = float(made.get("at", time.time()))
-    host = str(made.get("host", ""))
-    harness = str(made.get("harness") or "")
-    messages, _ = _outgoing(
-        raw, env, spool, host=host, now=at, stopped_reading=stopped_reading, harness=harness
-    )
-    return messages
 
 
 def refit(max_payload: int) -> Callable[[bytes], bytes]:
@@ -205,6 +169,11 @@ class Publisher:
     def renew(self, deadline: float) -> None:
         """A new deadline for what follows (a command that publishes batch after batch)."""
         self.deadline = self._conn.deadline = deadline
+
+    def connecting(self) -> bool:
+        """Whether the stdlib client began a connection the server has yet to answer (not one
+        refused at once, as a loopback port where nothing listens is)."""
+        return not self._nkey and self._conn is not None and self._conn.connecting()
 
     def publish(self, messages: list[Message]) -> None:
         self.greet()
@@ -286,7 +255,9 @@ class Interrupted(BaseException):
 # made, the in-flight file written: a few milliseconds) a stop is only noted, and acted on as
 # soon as they are safe; while the bus is waited on, a stop ends the wait at once.
 PREPARING, SENDING = "preparing", "sending"
-_run: dict[str, Any] = {"phase": PREPARING, "stop": False, "harness": ""}
+# "detach": whether the run may leave the wait for the bus to a child (_detach): only the hook's
+# own process (main), never a process that calls run_hook and goes on.
+_run: dict[str, Any] = {"phase": PREPARING, "stop": False, "harness": "", "detach": False}
 
 
 def _on_stop(_signum: int, _frame: FrameType | None) -> None:
@@ -419,6 +390,8 @@ def run(
             _quiet()
             raise Interrupted
         publisher = publisher or Publisher(environ, deadline)
+        if publisher.connecting():  # the agent does not wait for the server: a child does
+            held = _detach(spool, held, deadline)
         publisher.greet()
         if publisher.max_payload < DEFAULT_MAX_PAYLOAD:
             encoded = [(s, i, refit(publisher.max_payload)(b)) for s, i, b in encoded]
@@ -440,6 +413,35 @@ def run(
     finally:
         publisher.close()
     return "published"
+
+
+def _detach(spool: Spool, held: str, deadline: float) -> str:
+    """The messages are on disk (`held`), the server has yet to answer: the agent waits for this
+    process, not for the bus. A child takes the run over (its in-flight file, the server's
+    greeting, the send, the stream's acks, the spool if they do not come, the deadline) and this
+    process leaves with status 0 at once. Where fork fails the run goes on as before. The
+    in-flight file the child holds now."""
+    if not _run["detach"]:
+        return held
+    parent, _run["phase"] = posix.getpid(), PREPARING  # a stop is noted, not acted on, meanwhile
+    try:
+        child = posix.fork()
+    except OSError:
+        child = -1
+    if child > 0:
+        posix._exit(0)
+    if child == 0:
+        held = spool.hand_over(held, parent)
+        quiet = posix.open("/dev/null", posix.O_RDWR)  # the agent reads the hook's stdout to its end
+        for fd in (0, 1, 2):
+            posix.dup2(quiet, fd)
+        posix.close(quiet)
+        signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 0.001))  # not inherited
+    _run["phase"] = SENDING
+    if _run["stop"]:
+        _quiet()
+        raise Interrupted
+    return held
 
 
 def _spool(
@@ -493,29 +495,6 @@ def _read_stdin(environ: Mapping[str, str], spool: Spool, host: str) -> tuple[by
     return b"".join(chunks), ""
 
 
-def _size(path: str) -> int:
-    try:
-        return posix.stat(path).st_size
-    except OSError:
-        return -1
-
-
-def _rescue(environ: Mapping[str, str], spool: Spool) -> None:
-    """The deadline came before the run's messages were on disk (a loaded machine, a slow writer):
-    read what stdin holds now without waiting, keep it, and queue it. A stdin its writer has not
-    finished becomes the event that says it was cut."""
-    try:
-        fd = sys.stdin.fileno() if sys.stdin is not None else 0
-        posix.set_blocking(fd, False)
-        if _size(f"{spool.inflight}/{posix.getpid()}") > 0:  # its header is written: go on from there
-            spool.resume_capture(fd)
-        else:
-            spool.capture_stdin(fd, _capture_header(environ, _hostname()))
-    except OSError:  # BlockingIOError included: what was read is in the capture, marked READING
-        pass
-    spool.queue_own_capture()
-
-
 def harness_argument(argv: Sequence[str]) -> str:
     """The harness the registered command names (`agentwatch-emit --harness codex`); '' when it
     names none or one this version does not know (the payload tells then)."""
@@ -555,7 +534,9 @@ def run_hook(
         _quiet()
         log_problem(env, "deadline", f"hook run exceeded its {deadline_s * 1000:.0f} ms deadline")
         if not read:
-            _rescue(env, spool or spool_for(env))
+            from agentwatch.emitter.mishaps import rescue
+
+            rescue(spool or spool_for(env), lambda: _capture_header(env, _hostname()))
         elif spool is not None:  # it came in run() before its own handler: the capture is whole
             spool.queue_own_capture()
         return "deadline"
@@ -574,6 +555,9 @@ def main(stopped: Sequence[int] = (), stale: str = "") -> None:
     `stopped`: stop signals the script received before it could load this module. `stale`: the
     directory of the package whose bundle of modules the script found missing or out of date
     (emitter/bundle.py), written anew once the run is done."""
+    # A run that is to write the file of the hook's modules waits for its acks itself, and writes
+    # it before it leaves: the next run, started once this one left, then finds it.
+    _run["detach"] = not stale
     try:
         run_hook(stopped=stopped, argv=sys.argv)
     except BaseException:  # noqa: S110 - not even a logging failure may change the agent's run

@@ -82,7 +82,8 @@ def settings_path(scope: str = DEFAULT_SCOPE, project_dir: Path | str | None = N
 # it ignores the stop signals before it starts Python: a SIGTERM that comes while the interpreter
 # starts (tens of ms on a loaded machine) would kill the hook with its event unread. An ignored
 # signal stays ignored across exec, until the script's first line installs the hook's handlers.
-LAUNCH = "trap '' HUP INT TERM; exec "
+TRAP = "trap '' HUP INT TERM; "
+LAUNCH = TRAP + "exec "
 # Python without `site` and isolated from the user's PYTHON* variables: the script puts its own
 # package on sys.path (src/agentwatch/scripts/agentwatch-emit).
 LAUNCH_FLAGS = "-IS"
@@ -96,18 +97,71 @@ def hook_command(script: str, harness: str = "") -> str:
     """The command that runs the agentwatch-emit at `script`: its interpreter (the script's `#!`
     line, written by pip) started with LAUNCH_FLAGS behind LAUNCH; just the script when its first
     line names no Python. `harness`: the short name of the agent that runs it (`codex`, `gemini`),
-    passed as `--harness NAME`; none for Claude Code."""
+    passed as `--harness NAME`; none for Claude Code.
+
+    Where that Python is this one, the command first runs the script as compiled by the hook
+    (compiled_script: Python runs a `.pyc` without compiling it, which it does with a script on
+    every run) when that file is newer than the script: `TRAP[ PYC -nt SCRIPT ] && exec PYTHON
+    -IS PYC; exec PYTHON -IS SCRIPT`."""
     named = [HARNESS_FLAG, harness] if harness else []
     python = _interpreter(script)
     if python is None:
         return shlex.join([script, *named])
-    return LAUNCH + shlex.join([python, LAUNCH_FLAGS, script, *named])
+    compiled = compiled_script(script, python)
+    if compiled is None:
+        return LAUNCH + shlex.join([python, LAUNCH_FLAGS, script, *named])
+    return _with_compiled(compiled, python, script, named)
+
+
+def _with_compiled(compiled: str, python: str, script: str, named: list[str]) -> str:
+    check = f"[ {shlex.quote(compiled)} -nt {shlex.quote(script)} ]"
+    run_compiled = shlex.join([python, LAUNCH_FLAGS, compiled, *named])
+    return f"{TRAP}{check} && exec {run_compiled}; exec {shlex.join([python, LAUNCH_FLAGS, script, *named])}"
+
+
+def compiled_script(script: str, python: str) -> str | None:
+    """Where the hook writes its script compiled (emitter/bundle.py) for the installation whose
+    `bin` holds `script`, when `python` is this interpreter and that installation has the
+    `site-packages` the script reads from; None otherwise."""
+    try:
+        if not os.path.samefile(python, sys.executable):
+            return None
+    except OSError:
+        return None
+    root = os.path.dirname(os.path.dirname(os.path.abspath(script)))
+    site = os.path.join(root, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    if not os.path.isdir(site):
+        return None
+    return os.path.join(site, "__pycache__", f"{EMIT_NAME}.{sys.implementation.cache_tag}.pyc")
+
+
+def _compiled_parts(command: str) -> tuple[str, str, str, list[str]] | None:
+    """(compiled, python, script, harness words) of a command in _with_compiled's form."""
+    head, sep, tail = command.partition("; exec ")
+    if not sep or not head.startswith(TRAP + "[ "):
+        return None
+    try:
+        check, words = shlex.split(head.removeprefix(TRAP)), shlex.split(tail)
+    except ValueError:
+        return None
+    if len(words) not in (3, 5) or len(check) != 7 + len(words):
+        return None
+    python, script, named = words[0], words[2], words[3:]
+    compiled = check[1]
+    expected = ["[", compiled, "-nt", script, "]", "&&", "exec", python, LAUNCH_FLAGS, compiled, *named]
+    if check != expected or words[1] != LAUNCH_FLAGS:
+        return None
+    return compiled, python, script, named
 
 
 def with_harness(command: str, harness: str) -> str:
     """`command` (hook_command's form, or a plain `agentwatch-emit` command) naming `harness`."""
     if not harness or HARNESS_FLAG in command.split():
         return command
+    parts = _compiled_parts(command)
+    if parts is not None:
+        compiled, python, script, _ = parts
+        return _with_compiled(compiled, python, script, [HARNESS_FLAG, harness])
     return f"{command} {HARNESS_FLAG} {shlex.quote(harness)}"
 
 
@@ -148,6 +202,11 @@ def default_command(harness: str = "") -> str:
 def is_agentwatch_command(command: str) -> bool:
     """True when `command` runs agentwatch-emit: its first word, or hook_command's form; this is
     how our handlers are told from others."""
+    parts = _compiled_parts(command)
+    if parts is not None:
+        compiled, python, script, harness = parts
+        own = os.path.basename(compiled).startswith(f"{EMIT_NAME}.") and compiled.endswith(".pyc")
+        return own and is_agentwatch_command(LAUNCH + shlex.join([python, LAUNCH_FLAGS, script, *harness]))
     try:
         words = shlex.split(command.removeprefix(LAUNCH))
     except ValueError:

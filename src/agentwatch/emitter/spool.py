@@ -160,6 +160,20 @@ class Spool:
             posix.close(fd)
         return held
 
+    def hand_over(self, held: str, pid: int) -> str:
+        """Name this process's in-flight file `held`, made by process `pid` (its parent, which
+        left it the run), after this process, whose it is now; its new path. (A file named after
+        a process that is gone is another run's to recover.)"""
+        name = held.rpartition("/")[2]
+        if not held or not name.startswith(str(pid)):
+            return held
+        mine = f"{self.inflight}/{posix.getpid()}{name[len(str(pid)) :]}"
+        try:
+            posix.rename(held, mine)
+        except OSError:  # recovered meanwhile: its messages are queued, and a re-send is the same event
+            return held
+        return mine
+
     def release(self, held: str) -> None:
         """The bus confirmed what `held` holds, or the queue took it: forget it. (Deleted: it was
         never renamed over another file, so ext4 has not begun writing it out, and nothing waits.)"""

@@ -126,6 +126,23 @@ class Connection:
                 self._errors.append(str(exc))  # the connection never was: the next address
                 self._connect_next()
 
+    def connecting(self) -> bool:
+        """Whether a connection is begun and not yet greeted, nor refused: what follows waits on
+        the server. (A loopback port where nothing listens may refuse only after `connect`
+        returned: its error is on the socket by now.)"""
+        if self._sock is None or self._refused is not None or self.greeted:
+            return False
+        try:
+            error = self._sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_ERROR)  # read, it is cleared
+        except OSError:
+            return False
+        if not error:
+            return True
+        self.close()
+        self._errors.append(f"[Errno {error}] {posix.strerror(error)}")
+        self._connect_next()  # the next address, if any: refused at once or begun
+        return self.connecting()
+
     def _connected(self) -> bool:
         try:
             self._sock.getpeername()

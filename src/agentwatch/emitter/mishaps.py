@@ -1,0 +1,108 @@
+"""The hook's rarer paths, loaded only when a run takes one: the crash log, a run the deadline
+caught before its messages were on disk, and the messages of a run killed before it made them.
+
+Apart from emitter/hook.py so that a run that takes none of them (almost every run) does not load
+their code: every hook run unmarshals the code of the modules it imports (emitter/bundle.py).
+Standard library only (`posix`, not `os`: see config.py).
+"""
+
+from __future__ import annotations
+
+import posix
+import sys
+import time
+
+from agentwatch import config
+from agentwatch.emitter.spool import COMPLETE, READING
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from agentwatch.emitter.spool import Spool
+
+    Message = tuple[str, str, bytes]
+
+CRASH_LOG_MAX_BYTES = 256 * 1024
+
+
+def log_problem(path: str, kind: str, message: str, exc: BaseException | None = None) -> None:
+    """Append one JSON line to the bounded crash log at `path`; never raises."""
+    try:
+        from agentwatch.jsonfast import dumps
+
+        record: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "pid": posix.getpid(),
+            "kind": kind,
+            "message": message[:2000],
+        }
+        if exc is not None:
+            import traceback
+
+            record["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+            record["where"] = (
+                traceback.format_exception(exc)[-2:][0].strip()[:1000] if exc.__traceback__ else ""
+            )
+        config.ensure_dir(path.rpartition("/")[0])
+        try:
+            if posix.stat(path).st_size > CRASH_LOG_MAX_BYTES:
+                posix.replace(path, path + ".1")
+        except FileNotFoundError:
+            pass
+        fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
+        try:
+            posix.write(fd, dumps(record).encode() + b"\n")
+        finally:
+            posix.close(fd)
+    except Exception:  # noqa: S110 - the crash log is the last resort; nothing is left to tell
+        pass
+
+
+def rebuild(
+    header: bytes,
+    raw: bytes,
+    environ: Mapping[str, str],
+    spool: Spool,
+    outgoing: Callable[..., tuple[list[Message], Any]],
+) -> list[Message]:
+    """The messages of a run killed before it made them, from its capture, by `outgoing` (the
+    hook's own maker of a run's messages: hook._outgoing)."""
+    from agentwatch.jsonfast import loads
+
+    stopped_reading = header.startswith(READING)
+    made = loads(header.lstrip(READING + COMPLETE).decode("utf-8", "replace"))
+    names = made.get("env") if isinstance(made.get("env"), dict) else {}
+    env = {**{k: v for k, v in environ.items() if k not in ("GENIE_AGENT_NAME", "GENIE_TEAM")}, **names}
+    at = float(made.get("at", time.time()))
+    host = str(made.get("host", ""))
+    harness = str(made.get("harness") or "")
+    messages, _ = outgoing(
+        raw, env, spool, host=host, now=at, stopped_reading=stopped_reading, harness=harness
+    )
+    return messages
+
+
+def _size(path: str) -> int:
+    try:
+        return posix.stat(path).st_size
+    except OSError:
+        return -1
+
+
+def rescue(spool: Spool, header: Callable[[], bytes]) -> None:
+    """The deadline came before the run's messages were on disk (a loaded machine, a slow writer):
+    read what stdin holds now without waiting, keep it (after `header`, the line the hook writes
+    first), and queue it. A stdin its writer has not finished becomes the event that says it was
+    cut."""
+    try:
+        fd = sys.stdin.fileno() if sys.stdin is not None else 0
+        posix.set_blocking(fd, False)
+        if _size(f"{spool.inflight}/{posix.getpid()}") > 0:  # its header is written: go on from there
+            spool.resume_capture(fd)
+        else:
+            spool.capture_stdin(fd, header())
+    except OSError:  # BlockingIOError included: what was read is in the capture, marked READING
+        pass
+    spool.queue_own_capture()
