@@ -114,6 +114,19 @@ def run_emit(payload: bytes, env: dict[str, str], timeout: float = 20) -> subpro
     )
 
 
+def hook_settled(data_dir: str | Path, timeout: float = 10.0) -> bool:
+    """Whether the hook runs under `data_dir` are all done within `timeout`: the process the agent
+    started leaves once its event is on disk, and a child sends it and waits for the stream's acks
+    (emitter/hook.py's _detach), holding an in-flight file until then."""
+    inflight = Path(data_dir) / "spool" / "inflight"
+    deadline = time.monotonic() + timeout
+    while inflight.is_dir() and any(not p.name.startswith(".") for p in inflight.iterdir()):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def run_cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [tool("agentwatch"), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False

@@ -28,7 +28,7 @@ import nats
 
 from agentwatch.bus.streams import STORE_DURABLE, STREAM_NAME
 from agentwatch.contract import new_event_id
-from tests.conftest import CAPTURES, clean_env, load_fixture_file, run_emit
+from tests.conftest import CAPTURES, clean_env, hook_settled, load_fixture_file, run_emit
 from tests.integration.test_store import Service, sql_rows
 from tests.services import Collector, NatsServer
 
@@ -47,7 +47,8 @@ def hook_envelopes(env: dict[str, str], url: str) -> list[Envelope]:
     try:
         for rec in records:
             assert run_emit(json.dumps(rec["payload"]).encode(), dict(env, **rec["hook_env"])).returncode == 0
-        msgs = seen.wait_for(len(records))
+        assert hook_settled(env["AGENTWATCH_DATA_DIR"]), "the hook's children did not finish sending"
+        msgs = seen.settle()
     finally:
         seen.close()
     assert len(msgs) >= len(records)
