@@ -24,12 +24,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_bench import BIN, backlog, free_port, prepare
+from store_bench import backlog, local_bus, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,19 +63,8 @@ with tempfile.TemporaryDirectory() as tmp:
 
 def write_backlog(path: Path, events: int, tmp: str) -> None:
     """The backlog's bodies, one a line, each after its kind (`msg` or `ev`) and a space."""
-    port = free_port()
-    url = f"nats://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [str(BIN / "nats-server"), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", f"{tmp}/js"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        time.sleep(0.5)
+    with local_bus(tmp) as (url, _server):
         pool = asyncio.run(prepare(url, f"{tmp}/hook"))
-    finally:
-        server.terminate()
-        server.wait()
     with path.open("wb") as out:
         for subject, _, body in backlog(events, 0, pool):
             out.write((b"msg " if subject.startswith("genie.msg.") else b"ev ") + body + b"\n")

@@ -38,14 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from agentwatch.bus.streams import STREAM_NAME
 from store_bench import (
-    BIN,
     NAIVE,
     Envelope,
     Template,
     backlog,
     consumers,
     cpu_seconds,
-    free_port,
+    local_bus,
     per_100k,
     prepare,
     reset_consumers,
@@ -160,22 +159,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     runs: list[dict[str, float]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        url = f"nats://127.0.0.1:{port}"
-        server = subprocess.Popen(
-            [str(BIN / "nats-server"), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", f"{tmp}/js"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            time.sleep(0.5)
-            pool = asyncio.run(prepare(url, f"{tmp}/hook"))
-            for i in range(args.repeat):
-                runs.append(one_run(args, url, server.pid, pool, tmp, i))
-        finally:
-            server.terminate()
-            server.wait()
+    with tempfile.TemporaryDirectory() as tmp, local_bus(tmp) as (url, server):
+        pool = asyncio.run(prepare(url, f"{tmp}/hook"))
+        for i in range(args.repeat):
+            runs.append(one_run(args, url, server.pid, pool, tmp, i))
     print(f"medians of {len(runs)} runs at {args.rate:,.0f} events/s for {args.seconds:.0f} s:")
     for name in [n for n in runs[0] if not n.endswith(" nats")]:
         cpu = statistics.median(r[name] for r in runs)

@@ -43,7 +43,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +80,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def local_bus(tmp: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The wheel's nats-server with JetStream on a free port, its store under `tmp`: (url, process),
+    stopped on leaving."""
+    port = free_port()
+    server = subprocess.Popen(
+        [str(BIN / "nats-server"), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", f"{tmp}/js"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(0.5)
+        yield f"nats://127.0.0.1:{port}", server
+    finally:
+        server.terminate()
+        server.wait()
 
 
 # --- the hook's envelopes -----------------------------------------------------------------------
@@ -390,33 +408,21 @@ def main() -> None:
                         help="also drain with the agentwatch of another checkout's src directory (a commit "
                         "before a change), in the same runs")  # fmt: skip
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        url = f"nats://127.0.0.1:{port}"
-        server = subprocess.Popen(
-            [str(BIN / "nats-server"), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", f"{tmp}/js"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            time.sleep(0.5)
-            pool = asyncio.run(prepare(url, f"{tmp}/hook"))
-            print(f"the installed hook made {len(pool)} envelopes of the captured payloads", flush=True)
-            t0 = time.monotonic()
-            total, avg = asyncio.run(publish(url, backlog(args.events, args.long_session, pool)))
-            long = f", one of {args.long_session:,}" if args.long_session else ""
-            print(f"published {total:,} envelopes (avg {avg:.0f} bytes; sessions of 50 to 5,000 "
-                  f"events{long}) in {time.monotonic() - t0:.1f}s", flush=True)  # fmt: skip
-            runs: list[dict[str, Drain]] = []
-            for i in range(args.repeat):
-                runs.append({})
-                for name, cmd, env, durables in consumers(args, url, tmp, i):
-                    asyncio.run(reset_consumers(url))
-                    runs[-1][name] = d = run_consumer(cmd, env, url, durables, total, server.pid)
-                    print(f"run {i + 1}: {name}: {total / d.seconds:,.0f} events/s", flush=True)
-        finally:
-            server.terminate()
-            server.wait()
+    with tempfile.TemporaryDirectory() as tmp, local_bus(tmp) as (url, server):
+        pool = asyncio.run(prepare(url, f"{tmp}/hook"))
+        print(f"the installed hook made {len(pool)} envelopes of the captured payloads", flush=True)
+        t0 = time.monotonic()
+        total, avg = asyncio.run(publish(url, backlog(args.events, args.long_session, pool)))
+        long = f", one of {args.long_session:,}" if args.long_session else ""
+        print(f"published {total:,} envelopes (avg {avg:.0f} bytes; sessions of 50 to 5,000 "
+              f"events{long}) in {time.monotonic() - t0:.1f}s", flush=True)  # fmt: skip
+        runs: list[dict[str, Drain]] = []
+        for i in range(args.repeat):
+            runs.append({})
+            for name, cmd, env, durables in consumers(args, url, tmp, i):
+                asyncio.run(reset_consumers(url))
+                runs[-1][name] = d = run_consumer(cmd, env, url, durables, total, server.pid)
+                print(f"run {i + 1}: {name}: {total / d.seconds:,.0f} events/s", flush=True)
     report(runs, total)
     print("targets: >= 50,000 events/s, >= 5x the naive reference, <= 2 s of CPU per 100,000 events")
 
