@@ -11,6 +11,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -26,6 +27,34 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from tests.conftest import free_port, tool, wait_port
+
+
+class SilentServer:
+    """Takes every TCP connection on a free loopback port and never answers: a hung server. A
+    subclass may speak first on each connection (`greet`)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            self.greet(conn)
+
+    def greet(self, conn: socket.socket) -> None:
+        """What the server does with a new connection: nothing."""
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.conns:
+            conn.close()
 
 
 class NatsServer:

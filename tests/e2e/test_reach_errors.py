@@ -24,7 +24,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import http.server
-import socket
 import ssl
 import subprocess
 import threading
@@ -39,7 +38,7 @@ from textual.worker import WorkerCancelled
 from agentwatch.cli.sources import dashboard_sources
 from agentwatch.tui.app import AgentwatchApp
 from tests.conftest import clean_env, free_port, tool
-from tests.services import NatsServer
+from tests.services import NatsServer, SilentServer
 
 # How long a new connection may take to answer (AGENTWATCH_CONNECT_TIMEOUT), short for the test.
 ANSWER_S = "1"
@@ -116,29 +115,6 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return cert, key
 
 
-class Silent:
-    """A server that takes every connection and never sends a byte."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.sock.getsockname()[1])
-        self.held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.held:
-            conn.close()
-
-
 AUTH_FAILED = (
     b"Code: 516. DB::Exception: alice: Authentication failed: password is incorrect, or there is no user "
     b"with such name. (AUTHENTICATION_FAILED) (version 25.8.1.1)\n"
@@ -184,7 +160,7 @@ def failing(name: str, tmp: Path, cert: tuple[Path, Path], bus: NatsServer) -> I
     with contextlib.ExitStack() as stack:
         port = free_port()
         if kind == "silent":
-            silent = Silent()
+            silent = SilentServer()
             stack.callback(silent.close)
             port = silent.port
         elif name.startswith("bus-") and kind != "no-server":

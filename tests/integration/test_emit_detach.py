@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agentwatch.emitter.settings import hook_command
 from tests.conftest import clean_env, run_cli, tool
-from tests.services import Collector, NatsServer
+from tests.services import Collector, NatsServer, SilentServer
 
 PAYLOAD = {
     "hook_event_name": "PreToolUse",
@@ -28,35 +28,24 @@ PAYLOAD = {
 }
 
 
-class GreetingServer:
+class GreetingServer(SilentServer):
     """Greets as a NATS server with JetStream, takes every byte it is sent, and never answers:
     a stream that does not acknowledge."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = int(self.sock.getsockname()[1])
         self.received = b""
-        self.conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.conns.append(conn)
-            info = {
-                "server_id": "x",
-                "version": "2.10.0",
-                "headers": True,
-                "jetstream": True,
-                "max_payload": 1 << 20,
-            }
-            conn.sendall(b"INFO " + json.dumps(info).encode() + b"\r\n")
-            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+    def greet(self, conn: socket.socket) -> None:
+        info = {
+            "server_id": "x",
+            "version": "2.10.0",
+            "headers": True,
+            "jetstream": True,
+            "max_payload": 1 << 20,
+        }
+        conn.sendall(b"INFO " + json.dumps(info).encode() + b"\r\n")
+        threading.Thread(target=self._read, args=(conn,), daemon=True).start()
 
     def _read(self, conn: socket.socket) -> None:
         while True:
@@ -67,11 +56,6 @@ class GreetingServer:
             if not chunk:
                 return
             self.received += chunk
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.conns:
-            c.close()
 
 
 def registered(env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +22,7 @@ from tests.conftest import (
     run_emit,
     tool,
 )
-from tests.services import Collector, NatsServer, make_stream
+from tests.services import Collector, NatsServer, SilentServer, make_stream
 
 FIXTURES = all_fixtures()
 
@@ -350,32 +348,6 @@ def test_bus_refused_spools_quickly(hook_env: dict[str, str]) -> None:
     spool = Path(hook_env["AGENTWATCH_DATA_DIR"]) / "spool" / "queue"
     assert spool.stat().st_mode & 0o777 == 0o600
     assert not (Path(hook_env["AGENTWATCH_DATA_DIR"]) / "crash.jsonl").exists(), "a down bus is not a crash"
-
-
-class SilentServer:
-    """Accepts TCP connections and never says a word: a hung bus."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = int(self.sock.getsockname()[1])
-        self.conns: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.conns.append(conn)
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.conns:
-            c.close()
 
 
 @pytest.mark.parametrize("deadline_ms", [150, 1000])
