@@ -8,11 +8,18 @@ under a backlog). Printed: the CPU of the process (user + system, every thread: 
 table, view and index written, the merges meanwhile) per 100,000 events. With `--merge`, then
 `OPTIMIZE TABLE events FINAL`, and its CPU apart: what a part costs over its insert and its merge.
 
+With `--layers`, each run also inserts the same batches twice more, each in a fresh store of its
+own: without the views that read `events` (the rollups and `event_ids`: `events` alone), and
+without `events_in`'s view as well (the envelopes parsed into the Null table `events_in` and
+dropped: ClickHouse's parsing alone; the messages still stored). What each layer costs is the
+difference: the floor under the store's ingest that no change in Python can lower.
+
 With `--before SRC` the same inserts run with the agentwatch of another checkout's src directory
 (a commit before a change), each run in a fresh process, the two interleaved `--repeat` times;
 medians and the ratio of this checkout's to the other's.
 
-    python benchmarks/insert_bench.py [--events 100000] [--batch 50000] [--repeat 5] [--merge] [--before SRC]
+    python benchmarks/insert_bench.py [--events 100000] [--batch 50000] [--repeat 5] [--merge] [--layers]
+        [--before SRC]
 """
 
 from __future__ import annotations
@@ -44,12 +51,20 @@ def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
-batch, merge = int(sys.argv[3]), sys.argv[4] == "1"
+batch, merge, layer = int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
 with open(sys.argv[2], "rb") as f:
     envelopes = [line.split(b" ", 1) for line in f.read().split(b"\\n") if line]
 with tempfile.TemporaryDirectory() as tmp:
     client = connect(f"chdb://{tmp}/db")
     apply_migrations(client)
+    sources = ["events"] if layer == "events" else ["events", "events_in"] if layer == "parse" else []
+    for source in sources:
+        sql = (
+            "SELECT dependencies_table FROM system.tables"
+            " WHERE database = currentDatabase() AND name = {t:String}"
+        )
+        for view in client.query(sql, parameters={"t": source}).result_rows[0][0]:
+            client.command(f"DROP VIEW {view}")
     start = cpu()
     for at in range(0, len(envelopes), batch):
         part = envelopes[at : at + batch]
@@ -70,8 +85,12 @@ def write_backlog(path: Path, events: int, tmp: str) -> None:
             out.write((b"msg " if subject.startswith("genie.msg.") else b"ev ") + body + b"\n")
 
 
-def run(src: Path, data: Path, batch: int, merge: bool) -> dict[str, float]:
-    cmd = [sys.executable, "-c", CHILD, str(src), str(data), str(batch), "1" if merge else "0"]
+# --layers: what each extra run leaves out (the CHILD's last argument), and its name in the output.
+LAYERS = {"events": "events alone (no views on it)", "parse": "parsing alone (events_in, no views)"}
+
+
+def run(src: Path, data: Path, batch: int, merge: bool, layer: str = "all") -> dict[str, float]:
+    cmd = [sys.executable, "-c", CHILD, str(src), str(data), str(batch), "1" if merge else "0", layer]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
     return result
@@ -85,18 +104,21 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--merge", action="store_true", help="and OPTIMIZE TABLE events FINAL after")
+    parser.add_argument("--layers", action="store_true", help="and the same without the views (see above)")
     parser.add_argument("--before", metavar="SRC", default="", help="another checkout's src directory")
     args = parser.parse_args()
-    trees = {"this checkout": ROOT / "src"}
+    trees = {"this checkout": (ROOT / "src", "all")}
     if args.before:
-        trees["--before"] = Path(args.before)
+        trees["--before"] = (Path(args.before), "all")
+    if args.layers:
+        trees |= {name: (ROOT / "src", layer) for layer, name in LAYERS.items()}
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "backlog"
         write_backlog(data, args.events, tmp)
         for i in range(args.repeat):
-            for name, src in trees.items():
-                runs[name].append(r := run(src, data, args.batch, args.merge))
+            for name, (src, layer) in trees.items():
+                runs[name].append(r := run(src, data, args.batch, args.merge, layer))
                 per = {k: v * 100_000 / args.events for k, v in r.items()}
                 print(
                     f"run {i + 1}: {name}: insert {per['insert']:.2f} s, merge {per['merge']:.2f} s",
@@ -114,7 +136,7 @@ def main() -> None:
         total = statistics.median((r["insert"] + r["merge"]) * 100_000 / args.events for r in results)
         medians[name]["total"] = total
         m = medians[name]
-        print(f"  {name:14s} insert {m['insert']:.2f} s, merge {m['merge']:.2f} s, both {m['total']:.2f} s")
+        print(f"  {name:36s} insert {m['insert']:.2f} s, merge {m['merge']:.2f} s, both {m['total']:.2f} s")
     if args.before:
         mine, other = medians["this checkout"], medians["--before"]
         print(
