@@ -68,6 +68,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_RETENTION_DAYS", "0 (keep all)", "collector", "TTL of events and messages"),
     Setting("AGENTWATCH_STORE_FIELD_MAX_BYTES", "16384", "collector",
             "a payload string longer than this is stored as its head and tail, the cut noted (0: keep all)"),
+    Setting("AGENTWATCH_STORE_INSERT_MS", "1000", "collector",
+            "under a steady flow the store inserts at most once in this many ms (an insert costs ClickHouse "
+            "about 0.1 s of CPU however small); an event after a quiet spell is written at once"),
     Setting("AGENTWATCH_STREAM_MAX_AGE_DAYS", "7", "collector", "how long JetStream keeps events"),
     Setting("AGENTWATCH_STREAM_MAX_BYTES", "8 GiB", "collector",
             "JetStream's byte limit for the stream (oldest dropped first)"),

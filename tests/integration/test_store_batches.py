@@ -29,6 +29,7 @@ from agentwatch.consumers.store import (
     INSERT_SPACING_S,
     MAX_HELD,
     StoreWriter,
+    insert_spacing,
     store_router,
 )
 from agentwatch.store.migrations import apply_migrations
@@ -74,7 +75,7 @@ async def test_an_event_on_a_quiet_bus_is_stored_at_once(nats_server: NatsServer
     assert await consumer_state(nats_server.url) == (0, 0, 0)
 
 
-async def test_a_steady_flow_is_written_every_half_second(nats_server: NatsServer, ch: Client) -> None:
+async def test_a_steady_flow_is_written_once_a_second(nats_server: NatsServer, ch: Client) -> None:
     """A fetch ends every 0.2 s while events trickle in, each with nothing more waiting: written one
     by one, that would be five inserts a second, each paying the fixed cost of every table and view."""
     flow = envelopes(60)
@@ -87,6 +88,14 @@ async def test_a_steady_flow_is_written_every_half_second(nats_server: NatsServe
         took = time.monotonic() - started
     assert writer.stats.batches <= took / INSERT_SPACING_S + 1, (writer.stats.batches, took)
     assert took < 3.0 + 2 * INSERT_SPACING_S, f"the flow was stored {took - 3:.1f}s after its last event"
+
+
+def test_the_spacing_of_inserts_is_a_setting() -> None:
+    assert INSERT_SPACING_S == 1.0
+    assert insert_spacing({}) == INSERT_SPACING_S
+    assert insert_spacing({"AGENTWATCH_STORE_INSERT_MS": "250"}) == 0.25
+    for unusable in ("0", "-5", "soon", ""):  # not a positive number of ms: the default
+        assert insert_spacing({"AGENTWATCH_STORE_INSERT_MS": unusable}) == INSERT_SPACING_S
 
 
 async def test_a_backlog_gathers_into_one_insert(nats_server: NatsServer, ch: Client) -> None:

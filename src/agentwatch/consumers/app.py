@@ -25,7 +25,13 @@ from agentwatch.consumers.alerts import FETCH_WINDOW_S, Watchdog, alerts_router,
 from agentwatch.consumers.metrics import Metrics
 from agentwatch.consumers.otlp import OtlpReceiver
 from agentwatch.consumers.query import query_router
-from agentwatch.consumers.store import STORE_FETCH_S, StoreWriter, advisory_router, store_router
+from agentwatch.consumers.store import (
+    STORE_FETCH_S,
+    StoreWriter,
+    advisory_router,
+    insert_spacing,
+    store_router,
+)
 from agentwatch.store import client as clickhouse
 from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.writes import insert_batch, insert_new
@@ -87,7 +93,11 @@ def build(
     )
 
     metrics, otlp = _doors(environ, clickhouse_url) if store else (None, None)
-    writer = StoreWriter(store_client, insert=metrics.timed(insert_new) if metrics else insert_batch)
+    writer = StoreWriter(
+        store_client,
+        insert=metrics.timed(insert_new) if metrics else insert_batch,
+        spacing_seconds=insert_spacing(environ),
+    )
     durable = bus.STORE_DURABLE if store else bus.ALERTS_DURABLE
     watchdog = Watchdog(clickhouse.connect(clickhouse_url), environ, durable=durable) if alerts else None
     _subscribe(broker, writer if store else None, watchdog, query_client)

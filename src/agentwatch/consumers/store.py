@@ -26,7 +26,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ from faststream.nats.annotations import JsClient, NatsMessage
 from faststream.nats.message import NatsBatchMessage
 from nats.aio.msg import Msg
 
+from agentwatch import config
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all, nak_all
 from agentwatch.contract import (
@@ -74,9 +75,21 @@ BATCH_ROWS = 50_000
 # How long a batch may gather at most while a backlog is there (its first messages wait that long).
 GATHER_SECONDS = 1.0
 # Under a steady flow (each fetch ends with nothing more waiting, and the next comes soon) the
-# inserts are this far apart at least: a fetch ends every 0.2 s, and an insert of each would spend
-# the fixed cost five times a second. An event after a quiet spell is written at once.
-INSERT_SPACING_S = 0.5
+# inserts are this far apart at least (AGENTWATCH_STORE_INSERT_MS): a fetch ends every 0.2 s, and
+# each insert costs ClickHouse a fixed 0.1 s of CPU or more however few its rows (a part for every
+# table and view it reaches), so a small fleet's 50 events/s written twice a second kept a fifth of
+# a core busy; once a second (ClickHouse's own advice for inserts) halves that, and SQL sees an
+# event at most a second after it arrived. An event after a quiet spell is written at once.
+INSERT_SPACING_S = 1.0
+INSERT_SPACING_SETTING = "AGENTWATCH_STORE_INSERT_MS"
+
+
+def insert_spacing(environ: Mapping[str, str]) -> float:
+    """The least seconds between two inserts under a steady flow: INSERT_SPACING_S, or the
+    setting's milliseconds when it is a positive whole number."""
+    return config.number(environ, INSERT_SPACING_SETTING, round(INSERT_SPACING_S * 1000)) / 1000
+
+
 # Messages the writer holds (fetched, not yet acknowledged): with the one pull request open,
 # below the consumer's max_ack_pending, so JetStream never holds the store at its limit.
 MAX_HELD = bus.MAX_ACK_PENDING - 2 * FETCH_BATCH
