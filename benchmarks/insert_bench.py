@@ -51,14 +51,14 @@ def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
+# layer: the tables whose views are dropped first, comma-joined ("": none)
 batch, merge, layer = int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
 with open(sys.argv[2], "rb") as f:
     envelopes = [line.split(b" ", 1) for line in f.read().split(b"\\n") if line]
 with tempfile.TemporaryDirectory() as tmp:
     client = connect(f"chdb://{tmp}/db")
     apply_migrations(client)
-    sources = ["events"] if layer == "events" else ["events", "events_in"] if layer == "parse" else []
-    for source in sources:
+    for source in [table for table in layer.split(",") if table]:
         sql = (
             "SELECT dependencies_table FROM system.tables"
             " WHERE database = currentDatabase() AND name = {t:String}"
@@ -85,11 +85,15 @@ def write_backlog(path: Path, events: int, tmp: str) -> None:
             out.write((b"msg " if subject.startswith("genie.msg.") else b"ev ") + body + b"\n")
 
 
-# --layers: what each extra run leaves out (the CHILD's last argument), and its name in the output.
-LAYERS = {"events": "events alone (no views on it)", "parse": "parsing alone (events_in, no views)"}
+# --layers: the tables whose views each extra run drops (the CHILD's last argument), and its name
+# in the output.
+LAYERS = {
+    "events": "events alone (no views on it)",
+    "events,events_in": "parsing alone (events_in, no views)",
+}
 
 
-def run(src: Path, data: Path, batch: int, merge: bool, layer: str = "all") -> dict[str, float]:
+def run(src: Path, data: Path, batch: int, merge: bool, layer: str = "") -> dict[str, float]:
     cmd = [sys.executable, "-c", CHILD, str(src), str(data), str(batch), "1" if merge else "0", layer]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
@@ -107,9 +111,9 @@ def main() -> None:
     parser.add_argument("--layers", action="store_true", help="and the same without the views (see above)")
     parser.add_argument("--before", metavar="SRC", default="", help="another checkout's src directory")
     args = parser.parse_args()
-    trees = {"this checkout": (ROOT / "src", "all")}
+    trees = {"this checkout": (ROOT / "src", "")}
     if args.before:
-        trees["--before"] = (Path(args.before), "all")
+        trees["--before"] = (Path(args.before), "")
     if args.layers:
         trees |= {name: (ROOT / "src", layer) for layer, name in LAYERS.items()}
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
