@@ -71,6 +71,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_STORE_INSERT_MS", "1000", "collector",
             "under a steady flow the store inserts at most once in this many ms (an insert costs ClickHouse "
             "about 0.1 s of CPU however small); an event after a quiet spell is written at once"),
+    Setting("AGENTWATCH_QUERY_READERS", "3", "collector",
+            "read-only queries the query service runs at once; one more waits up to 5 s, then is told "
+            "the store is busy"),
+    Setting("AGENTWATCH_QUERY_MAX_MEMORY", "1073741824 (1 GiB)", "collector",
+            "memory one read-only query may take; a larger one is stopped with ClickHouse's message"),
     Setting("AGENTWATCH_STREAM_MAX_AGE_DAYS", "7", "collector", "how long JetStream keeps events"),
     Setting("AGENTWATCH_STREAM_MAX_BYTES", "8 GiB", "collector",
             "JetStream's byte limit for the stream (oldest dropped first)"),

@@ -143,10 +143,14 @@ def check_sql(env: dict[str, str], call: Call) -> None:
     answer = call("sql", {"query": query})
     assert answer == {"rows": sql(env, query), "truncated": False}
     (before,) = sql(env, "SELECT count() AS n FROM events")
+    target = Path(env["AGENTWATCH_DATA_DIR"]).parent / "written-by-mcp.txt"
     for write in ("INSERT INTO events (id) VALUES ('from-mcp')", "DROP TABLE events",
-                  "ALTER TABLE events DELETE WHERE 1"):  # fmt: skip
+                  "ALTER TABLE events DELETE WHERE 1", "KILL QUERY WHERE 1",
+                  f"SELECT 'x' AS x INTO OUTFILE '{target}' APPEND",
+                  f"SELECT 1 FORMAT CSV INTO OUTFILE '{target}'"):  # fmt: skip
         refused = call("sql", {"query": write})
-        assert isinstance(refused, str) and "readonly" in refused.lower(), refused
+        assert isinstance(refused, str) and "refused:" in refused and "Traceback" not in refused, refused
+    assert not target.exists()
     assert sql(env, "SELECT count() AS n FROM events") == [before]
     capped = call("sql", {"query": "SELECT number FROM system.numbers LIMIT 5000", "max_rows": 10})
     assert len(capped["rows"]) == 10 and capped["truncated"]

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from agentwatch.store import queries
-from agentwatch.store.queries import SESSIONS_LIMIT, TOOL_SORTS, TOOLS_LIMIT, statements
+from agentwatch.store.guard import statements
+from agentwatch.store.queries import SESSIONS_LIMIT, TOOL_SORTS, TOOLS_LIMIT
 
 # Numbers no query would contain on its own: if one shows up in the SQL, it was formatted in.
 ODD_WINDOW = 987_654
@@ -95,6 +96,10 @@ class FakeClient:
         raise RuntimeError(
             "Code: 62. DB::Exception: Syntax error: failed at position 7 (1): 1 FORMAT Native. Expected"
         )
+
+    def raw_query(self, sql: str, parameters: object = None) -> bytes:
+        """The guard's parse (EXPLAIN AST): the same engine, the same error."""
+        return self.query(sql, parameters)  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("sql", ["SELECT 1; DROP TABLE events", "SELECT 1; SELECT 2"])

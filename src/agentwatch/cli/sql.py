@@ -97,9 +97,19 @@ def run_sql(
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    """The answer on stdout. For csv, json and jsonl (read by programs) a cut result is said on
+    stderr; one cut to fit the bus's message, not at --max-rows, also exits 1: it is not what
+    was asked for, and a script must not take it for the whole."""
     require("sql", "tui", "nats", "orjson")
     sql = args.sql if args.sql != "-" else sys.stdin.read()
-    render(run_sql(sql, args.max_rows), args.format)
+    answer = run_sql(sql, args.max_rows)
+    render(answer, args.format)
+    if args.format == "table" or not answer.truncated:
+        return 0
+    if answer.note:
+        print(f"agentwatch sql: {answer.note}", file=sys.stderr)
+        return 1
+    print(f"agentwatch sql: cut at {len(answer)} rows: add a LIMIT or use --max-rows", file=sys.stderr)
     return 0
 
 
@@ -108,7 +118,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "sql",
         help='read-only SQL over the event history: agentwatch sql "SELECT ..."',
         description="Read-only SQL over the whole event history (ClickHouse's dialect; the tables and "
-        "views are in docs/queries.md). Writes, DDL and settings changes are refused by ClickHouse.",
+        "views are in docs/queries.md). One SELECT, WITH, SHOW, DESCRIBE, EXISTS or EXPLAIN at a time; "
+        "writes, DDL, INTO OUTFILE, KILL, FORMAT and SETTINGS are refused.",
     )
     sql.add_argument("sql", help="the query, or - to read it from stdin")
     sql.add_argument("--format", choices=("table", "csv", "json", "jsonl"), default="table")

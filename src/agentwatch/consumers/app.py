@@ -24,7 +24,7 @@ from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import FETCH_WINDOW_S, Watchdog, alerts_router, rules_path
 from agentwatch.consumers.metrics import Metrics
 from agentwatch.consumers.otlp import OtlpReceiver
-from agentwatch.consumers.query import query_router
+from agentwatch.consumers.query import Readers, query_router
 from agentwatch.consumers.store import (
     STORE_FETCH_S,
     StoreWriter,
@@ -55,7 +55,7 @@ class Collector:
     broker: NatsBroker
     writer: StoreWriter
     store_client: Client
-    query_client: Client
+    readers: Readers
     applied: list[str]
     watchdog: Watchdog | None = None
     metrics: Metrics | None = None
@@ -76,7 +76,7 @@ def build(
     watchdog, on NATS (`store=False`: the watchdog alone)."""
     store_client = clickhouse.connect(clickhouse_url)
     applied = apply_migrations(store_client, config.number(environ, "AGENTWATCH_RETENTION_DAYS", 0))
-    query_client = clickhouse.connect_readonly(clickhouse_url)
+    readers = Readers.of(clickhouse_url, environ)
     closing = False
 
     async def _on_disconnect() -> None:
@@ -100,7 +100,7 @@ def build(
     )
     durable = bus.STORE_DURABLE if store else bus.ALERTS_DURABLE
     watchdog = Watchdog(clickhouse.connect(clickhouse_url), environ, durable=durable) if alerts else None
-    _subscribe(broker, writer if store else None, watchdog, query_client)
+    _subscribe(broker, writer if store else None, watchdog, readers)
     app = FastStream(broker, logger=log)
     reporter: list[asyncio.Task[None]] = []
 
@@ -141,11 +141,11 @@ def build(
             summary += f"; {s.usage} usage records stored" if s.usage else ""
             print(f"\nstopped: {summary}", file=status, flush=True)
 
-    return Collector(app, broker, writer, store_client, query_client, applied, watchdog, metrics, otlp)
+    return Collector(app, broker, writer, store_client, readers, applied, watchdog, metrics, otlp)
 
 
 def _subscribe(
-    broker: NatsBroker, writer: StoreWriter | None, watchdog: Watchdog | None, query_client: Client
+    broker: NatsBroker, writer: StoreWriter | None, watchdog: Watchdog | None, readers: Readers
 ) -> None:
     """The store's subscribers (with a `writer`) and the watchdog's. Beside the store the watchdog
     sees the store's deliveries (one fetch, parse and acknowledgement per event for both: its own
@@ -161,7 +161,7 @@ def _subscribe(
     window = FETCH_WINDOW_S if watchdog is not None else STORE_FETCH_S
     broker.include_router(store_router(writer, watch=watch, fetch_timeout=window))
     broker.include_router(advisory_router(writer))
-    broker.include_router(query_router(query_client))
+    broker.include_router(query_router(readers))
 
 
 def _doors(environ: Mapping[str, str], clickhouse_url: str) -> tuple[Metrics | None, OtlpReceiver | None]:
@@ -336,7 +336,7 @@ def run(
         served = serve_doors(collector, environ)
     except CollectorError:
         collector.store_client.close()
-        collector.query_client.close()
+        collector.readers.close()
         raise
     ready = [] if started_at is None else [f"ready in:    {time.monotonic() - started_at:.1f}s"]
     for line in [
@@ -366,4 +366,4 @@ def run(
     finally:
         close_doors(collector)
         collector.store_client.close()
-        collector.query_client.close()
+        collector.readers.close()

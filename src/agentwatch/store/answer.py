@@ -101,6 +101,8 @@ def _decoder(type_name: str) -> Any:
 def decode(reply: Mapping[str, Any]) -> Answer:
     """The Answer of a run_query reply; QueryFailed when it carries an error."""
     if "error" in reply:
+        if reply.get("refused"):  # agentwatch's own refusal of a statement that does not only read
+            raise QueryFailed(str(reply["error"]))
         raise QueryFailed(f"ClickHouse: {reply['error']}")
     columns = tuple(str(c) for c in reply.get("columns") or ())
     types = tuple(str(t) for t in reply.get("types") or ("",) * len(columns))

@@ -55,13 +55,20 @@ def connect(url: str, environ: Mapping[str, str] = os.environ, **settings: Any) 
     return client
 
 
+# What one read-only query may take by default (AGENTWATCH_QUERY_MAX_MEMORY): an embedded store
+# shares its process with the reader, so a reader without a limit can take the store down.
+QUERY_MAX_MEMORY = 1 << 30
+
+
 def connect_readonly(url: str, environ: Mapping[str, str] = os.environ) -> Client:
     """A client that ClickHouse itself keeps read-only (readonly=1: no writes, no DDL, no SET),
-    with bounded query time and result size."""
+    with bounded query time, memory and result size. readonly comes last: it forbids the SETs
+    of the settings after it. What readonly lets through (INTO OUTFILE, KILL) is guard.py's."""
     return connect(
         url,
         environ,
         max_execution_time=QUERY_MAX_SECONDS,
+        max_memory_usage=config.number(environ, "AGENTWATCH_QUERY_MAX_MEMORY", QUERY_MAX_MEMORY),
         max_result_rows=QUERY_MAX_ROWS + 1,
         result_overflow_mode="break",
         readonly=1,

@@ -19,6 +19,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agentwatch.store import guard
 from agentwatch.store.agents_sql import scope_sql
 
 if TYPE_CHECKING:
@@ -68,45 +69,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def statements(sql: str) -> list[str]:
-    """The statements of `sql`, split at semicolons outside quotes and comments; empty ones dropped.
-
-    Hand-written because ClickHouse has no client-side splitter and this must not execute
-    anything to find out: a few lines of quote and comment tracking are enough.
-    """
-    parts: list[str] = []
-    start = i = 0
-    quote = ""
-    while i < len(sql):
-        ch = sql[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif sql.startswith("--", i) or ch == "#":
-            end = sql.find("\n", i)
-            i = len(sql) if end < 0 else end
-            continue
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            i = len(sql) if end < 0 else end + 2
-            continue
-        elif ch == ";":
-            parts.append(sql[start:i])
-            start = i + 1
-        i += 1
-    parts.append(sql[start:])
-    return [p.strip() for p in parts if _has_code(p)]
-
-
-def _has_code(text: str) -> bool:
-    lines = [line.split("--", 1)[0].strip() for line in text.splitlines()]
-    return any(line and not line.startswith(("#", "/*")) for line in lines)
-
-
 def _clean_error(exc: Exception) -> str:
     """ClickHouse's message without its stack trace and the FORMAT clause the client appended."""
     message = str(exc).strip().split("Stack trace", 1)[0].strip()
@@ -123,11 +85,14 @@ def run_query(
 ) -> dict[str, Any]:
     """Run one read-only query; never raises for a bad query (the reply carries the error).
 
+    Only what guard.check lets through runs: one read statement without output clause, format
+    or settings of its own (`refused` marks the reply of one that did not pass).
+
     The reply: {"columns", "types", "rows", "truncated", "elapsed_ms"} or {"error": message}.
     `on_error` sees the exception first and may raise its own (a server that cannot be used at
     all is no bad query: see cli/sources.py).
     """
-    found = statements(sql)
+    found = guard.statements(sql)
     if not found:
         return {"error": "empty query"}
     if len(found) > 1:
@@ -137,11 +102,15 @@ def run_query(
         return {"error": "params must be a JSON object of {name: value}"}
     started = time.perf_counter()
     try:
+        guard.check(client, sql, params)
         result = client.query(sql, parameters=dict(params) if params else None)
+    except guard.Refused as exc:
+        return {"error": str(exc), "refused": True}
     except Exception as exc:
         if on_error is not None:
             on_error(exc)
-        return {"error": _clean_error(exc)}
+        message = guard.hint(sql, _clean_error(exc))
+        return {"error": message, "refused": True} if guard.is_refusal(message) else {"error": message}
     rows = result.result_rows
     limit = max(1, min(max_rows, QUERY_MAX_ROWS))
     return {
