@@ -369,7 +369,8 @@ def test_reader_is_read_only_and_bounded(users: ET.Element) -> None:
     constraints = profile.find("constraints")
     assert constraints is not None
     assert constraints.findtext("max_execution_time/max") == "30"
-    for setting in ("max_execution_time", "max_result_rows", "result_overflow_mode"):
+    assert constraints.findtext("max_memory_usage/max") == profile.findtext("max_memory_usage")
+    for setting in ("max_execution_time", "max_result_rows", "result_overflow_mode", "max_memory_usage"):
         assert constraints.find(f"{setting}/changeable_in_readonly") is not None, setting
 
 

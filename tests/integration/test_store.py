@@ -297,9 +297,9 @@ def test_up_end_to_end_with_the_installed_hook(tmp_path: Path) -> None:
         # The captured failure has no PreToolUse in the fixtures: visible as unpaired, with its error.
         failed = [c for c in calls if c["error"].startswith("Exit code")]
         assert failed and failed[0]["status"] == "orphan"
-        # read-only: the engine refuses writes with its own message
+        # read-only: a write is refused before it reaches the engine, saying what readers run
         refused = run_cli("sql", "DROP TABLE events", env=env)
-        assert refused.returncode == 1 and "readonly" in refused.stderr.lower()
+        assert refused.returncode == 1 and "refused: DROP is not a read" in refused.stderr
         assert "Traceback" not in refused.stderr
         bad = run_cli("sql", "SELEKT 1", env=env)
         assert bad.returncode == 1 and "Syntax error" in bad.stderr and "Traceback" not in bad.stderr

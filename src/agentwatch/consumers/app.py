@@ -338,8 +338,7 @@ def run(
         collector.store_client.close()
         collector.readers.close()
         raise
-    ready = [] if started_at is None else [f"ready in:    {time.monotonic() - started_at:.1f}s"]
-    for line in [
+    lines = [
         *banner,
         f"stream:      GENIE on genie.> ({how}; JetStream de-duplicates by Nats-Msg-Id)",
         f"clickhouse:  {config.display_url(ch_url)} (schema {schema})",
@@ -355,10 +354,16 @@ def run(
         if alerts
         else "alerts:      no watchdog here (--no-watchdog); `agentwatch alerts run` watches the bus",
         *served,
-        *ready,
-        "Ctrl-C stops; the last batch is written before exit.",
-    ]:
-        print(line, file=out, flush=True)
+    ]
+
+    @collector.app.after_startup
+    async def ready() -> None:
+        """What runs where, once it does: the subscribers are on the bus (a question asked on
+        the last line's word is answered), so "ready" is true when it is said."""
+        done = [] if started_at is None else [f"ready in:    {time.monotonic() - started_at:.1f}s"]
+        for line in [*lines, *done, "Ctrl-C stops; the last batch is written before exit."]:
+            print(line, file=out, flush=True)
+
     try:
         asyncio.run(collector.app.run())
     except KeyboardInterrupt:
