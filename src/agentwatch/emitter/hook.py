@@ -83,6 +83,7 @@ def spool_for(environ: Mapping[str, str]) -> Spool:
     max_bytes = config.number(environ, "AGENTWATCH_SPOOL_MAX_BYTES", DEFAULT_MAX_BYTES)
     spool = Spool(in_data_dir(environ, "spool"), max_bytes)
     spool.rebuild = lambda header, raw: _rebuild(header, raw, environ, spool)
+    spool.environ = environ
     return spool
 
 
@@ -240,8 +241,11 @@ def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
         finally:
             posix.close(fd)
         posix.replace(tmp, path)
-    except OSError:
-        pass
+    except OSError:  # a full disk: no temporary file stays behind
+        try:  # noqa: SIM105 - contextlib would cost the hook an import
+            posix.unlink(tmp)
+        except OSError:
+            pass
 
 
 # --- one run -----------------------------------------------------------------------------------
@@ -340,6 +344,8 @@ def _outgoing(
                 event["seq"] = sequence.next_seq(config.data_dir(environ), event["session_id"])
                 if own:
                     _run["seq"] = (event["session_id"], event["seq"])
+            except OSError:  # a full disk: the event goes unnumbered rather than not at all
+                pass
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, was)
         if event.get("event") == "SessionEnd":  # a good moment to forget long-gone sessions' counters
@@ -383,14 +389,17 @@ def run(
         encoded, remember = _outgoing(
             raw, environ, spool, started + deadline_s * READ_SHARE, host=host, own=True
         )
-        held = spool.hold(encoded, held)
+        try:  # noqa: SIM105 - contextlib would cost the hook an import
+            held = spool.hold(encoded, held)
+        except OSError:  # a full disk: sent from memory; its capture (if any) still holds stdin
+            pass
         remember(True)  # the usage read is on disk: the next run reads on from here
         _run["phase"] = SENDING
         if _run["stop"]:  # asked to stop while the messages were made: they are safe now
             _quiet()
             raise Interrupted
         publisher = publisher or Publisher(environ, deadline)
-        if publisher.connecting():  # the agent does not wait for the server: a child does
+        if publisher.connecting() and held:  # the agent does not wait for the server: a child does
             held = _detach(spool, held, deadline)
         publisher.greet()
         if publisher.max_payload < DEFAULT_MAX_PAYLOAD:
@@ -405,6 +414,7 @@ def run(
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
         if not spool.is_empty():
+            _report_lost(environ, spool)
             flush_until = min(deadline - 0.05, started + deadline_s * FLUSH_SHARE)
             if time.monotonic() < flush_until:
                 _sent, skipped = spool.flush(publisher.publish, flush_until, refit(publisher.max_payload))
@@ -456,10 +466,21 @@ def _spool(
     """Keep what the bus did not confirm for a later run; what happened."""
     if not encoded:  # stopped before the messages were made: make them now, signals are off
         encoded, _ = _outgoing(raw, environ, spool, own=True)  # the transcripts wait for the next run
-    if not spool.settle(held, encoded):
+    try:
+        kept = spool.settle(held, encoded)
+    except OSError as full:  # the disk has no room for them
+        if held:  # its in-flight file stays, and the next flush that has room queues it
+            log_problem(environ, "disk_full", f"the spool could not be written ({full}); kept in {held}")
+            return "deferred"
+        remember(False)
+        spool.note_lost(len(encoded))  # in place: costs the disk nothing
+        log_problem(environ, "disk_full", f"the disk is full ({full}): lost {len(encoded)} message(s)")
+        return "lost"
+    if not kept:
         remember(False)  # the usage read was dropped with the rest: read it again next time
         log_problem(environ, "spool_full", f"spool full ({spool.max_bytes} bytes): dropped {encoded[0][1]}")
         return "dropped"
+    _report_lost(environ, spool)
     if isinstance(exc, Deadline):
         log_problem(environ, "deadline", "the bus did not confirm before the deadline; spooled")
     elif isinstance(exc, Interrupted):
@@ -467,6 +488,18 @@ def _spool(
     elif not _is_unreachable(exc):
         log_problem(environ, "bus_error", str(exc))
     return "spooled"
+
+
+def _report_lost(environ: Mapping[str, str], spool: Spool) -> None:
+    """Say in the crash log how many messages a full disk kept from the spool since the last
+    report (counted in place meanwhile: Spool.note_lost), now that the disk has room."""
+    count, reported, last = spool.lost()
+    if count > reported:
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last))
+        log_problem(
+            environ, "disk_full", f"{count - reported} message(s) lost to a full disk, the last at {at}"
+        )
+        spool.note_lost(reported=True)
 
 
 def _is_unreachable(exc: BaseException) -> bool:

@@ -53,7 +53,14 @@ def log_problem(path: str, kind: str, message: str, exc: BaseException | None = 
             pass
         fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
         try:
-            posix.write(fd, dumps(record).encode() + b"\n")
+            size = posix.fstat(fd).st_size
+            line = dumps(record).encode() + b"\n"
+            try:
+                if posix.write(fd, line) != len(line):
+                    raise OSError(28, "No space left on device")
+            except OSError:  # a full disk: no partial line for the next one to be glued to
+                posix.ftruncate(fd, size)
+                raise
         finally:
             posix.close(fd)
     except Exception:  # noqa: S110 - the crash log is the last resort; nothing is left to tell
