@@ -139,10 +139,19 @@ class Publisher:
             self._urls = config.parse_urls(self._url)
             self._conn = Connection(self._urls[0], deadline, greet=False)
             self.server = f"{self._conn.url.host}:{self._conn.url.port}"
-        # What this host learned before about the server: does a stream capture genie.>?
-        self.stream = self._known = bus_knowledge(environ, self.server) if self.server else None
+        self._learn()
         if not early:
             self.greet()
+
+    def _learn(self) -> None:
+        """What this host learned before about the server: does a stream capture genie.>, and
+        did one ever? Where one did, "none does" is not trusted (JetStream is asked again, in the
+        same write as the events), and no publish counts as sent without a stream's ack: a
+        stream deleted (by hand, a JetStream reset) keeps the events in the spool until one
+        captures genie.> again, instead of their going to nothing with the server's PONG."""
+        self._known, self._seen = bus_memory(self.environ, self.server) if self.server else (None, False)
+        self.seen = self._seen
+        self.stream = None if self.seen and self._known is False else self._known
 
     def greet(self) -> None:
         """Wait until the server answered (the next ones of a cluster's list if it does not)."""
@@ -164,7 +173,7 @@ class Publisher:
                 except BusError as rest:
                     raise BusError(f"{exc}; {rest}") from None
                 self.server = f"{self._conn.url.host}:{self._conn.url.port}"
-                self.stream = self._known = bus_knowledge(self.environ, self.server)
+                self._learn()
         self.max_payload = self._conn.max_payload
 
     def renew(self, deadline: float) -> None:
@@ -178,15 +187,25 @@ class Publisher:
 
     def publish(self, messages: list[Message]) -> None:
         self.greet()
-        learned = self._conn.publish(messages, self.stream)
+        try:
+            learned = self._conn.publish(messages, self.stream, self.seen)
+        except BaseException as exc:
+            if getattr(exc, "stream_missing", False):  # wire.StreamMissing: one did, none does now
+                self.stream = False
+            raise
         if learned is not None:
             self.stream = learned
+            self.seen = self.seen or learned
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
-        if self.server and self.stream is not None and self.stream != self._known:
-            remember_bus(self.environ, self.server, self.stream)
+        if (
+            self.server
+            and self.stream is not None
+            and (self.stream != self._known or self.seen != self._seen)
+        ):
+            remember_bus(self.environ, self.server, self.stream, self.seen)
 
 
 # --- what the hook remembers about the bus ---------------------------------------------------
@@ -204,26 +223,34 @@ def _knowledge_path(environ: Mapping[str, str]) -> str:
 
 def bus_knowledge(environ: Mapping[str, str], server: str, now: float | None = None) -> bool | None:
     """Whether a stream captured genie.> on `server`, as learned recently; None when not known."""
+    return bus_memory(environ, server, now)[0]
+
+
+def bus_memory(environ: Mapping[str, str], server: str, now: float | None = None) -> tuple[bool | None, bool]:
+    """What bus_knowledge says, and whether a stream ever captured genie.> on `server` (a line's
+    fourth field, `1`: it does not expire)."""
     now = time.time() if now is None else now
     try:
         with open(_knowledge_path(environ), "rb") as f:
             lines = f.read(65536).decode("utf-8", "replace").splitlines()
     except OSError:
-        return None
+        return None, False
     for line in lines:
         parts = line.split()
-        if len(parts) == 3 and parts[0] == server and parts[1] in ("0", "1"):
+        if len(parts) in (3, 4) and parts[0] == server and parts[1] in ("0", "1"):
+            seen = parts[1] == "1" or parts[3:] == ["1"]
             try:
                 age = now - float(parts[2])
             except ValueError:
-                return None
+                return None, seen
             stream = parts[1] == "1"
-            return stream if 0 <= age < (STREAM_KNOWN_S if stream else NO_STREAM_KNOWN_S) else None
-    return None
+            return (stream if 0 <= age < (STREAM_KNOWN_S if stream else NO_STREAM_KNOWN_S) else None), seen
+    return None, False
 
 
-def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
-    """Keep what was learned about `server` (atomically; other servers' lines stay)."""
+def remember_bus(environ: Mapping[str, str], server: str, stream: bool, seen: bool = False) -> None:
+    """Keep what was learned about `server` (atomically; other servers' lines stay): whether a
+    stream captures genie.> now, and whether one ever did (`seen`)."""
     path = _knowledge_path(environ)
     try:
         with open(path, "rb") as f:
@@ -232,7 +259,7 @@ def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
     except OSError:
         kept = []
     # Not rounded: a time rounded up lies ahead of the next run's clock, which then knew nothing.
-    kept.append(f"{server} {int(stream)} {time.time():.3f}")
+    kept.append(f"{server} {int(stream)} {time.time():.3f}" + (" 1" if seen or stream else ""))
     tmp = f"{path}.{posix.getpid()}"
     try:
         fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
