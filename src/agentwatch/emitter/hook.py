@@ -387,7 +387,12 @@ def _outgoing(
             outgoing.extend(usage)
         except Exception as exc:  # a transcript it cannot read must not hold the event back
             log_problem(environ, "usage", "reading the transcripts failed; the event goes alone", exc)
-    return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
+    try:
+        return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
+    except RecursionError:  # read, but nested too deep to write back: each such event says so
+        from agentwatch.emitter.mishaps import too_deep
+
+        return too_deep(outgoing, raw, environ), commit
 
 
 def run(

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
+    from agentwatch.contract import Json
     from agentwatch.emitter.spool import Spool
 
     Message = tuple[str, str, bytes]
@@ -88,6 +89,27 @@ def rebuild(
     messages, _ = outgoing(
         raw, env, spool, host=host, now=at, stopped_reading=stopped_reading, harness=harness
     )
+    return messages
+
+
+def too_deep(outgoing: list[tuple[str, Json]], raw: bytes, environ: Mapping[str, str]) -> list[Message]:
+    """The messages of a run whose payload the parser read but the encoder cannot write back (a
+    few levels short of the parser's limit, with the envelope's own two on top): every envelope
+    that cannot be written carries, in place of its data, why, the payload's size and a redacted
+    preview of its head, as a payload too deep to read does."""
+    from agentwatch.contract import DEFAULT_MAX_PAYLOAD, encode_envelope, unparsed_envelope
+
+    messages = []
+    for subject, env in outgoing:
+        try:
+            body = encode_envelope(env, DEFAULT_MAX_PAYLOAD)
+        except RecursionError:
+            text = raw.decode("utf-8", "replace")
+            _, flat = unparsed_envelope(text, len(raw), "JSON nested too deep to write", environ)
+            env["data"], env["truncated"] = flat["data"], True
+            env["redacted"] = int(env.get("redacted") or 0) + int(flat.get("redacted") or 0)
+            body = encode_envelope(env, DEFAULT_MAX_PAYLOAD)
+        messages.append((subject, str(env["id"]), body))
     return messages
 
 
