@@ -1,10 +1,11 @@
 """Input the hook cannot take as it is still ends as an event, and what it keeps of it is redacted:
-JSON nested deeper than the parser goes, a capture nothing can be made of."""
+JSON nested deeper than the parser goes, a non-UTF-8 agent name, a capture nothing can be made of."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from agentwatch.emitter.spool import COMPLETE, RAW_DIGITS, RAW_MARK, UNREADABLE_KEEP
-from tests.conftest import clean_env, hook_settled, run_cli, run_emit
+from tests.conftest import clean_env, hook_settled, run_cli, run_emit, tool
 from tests.services import Collector, NatsServer
 
 SESSION = "dee9dee9-0000-4000-8000-000000000000"
@@ -114,3 +115,37 @@ def test_unreadable_captures_are_redacted_counted_and_pruned(tmp_path: Path) -> 
     assert f"unreadable: {UNREADABLE_KEEP} " in status, status
     names = [p.name for p in inflight.iterdir()]
     assert len(names) == UNREADABLE_KEEP and old.name not in names, "the newest kept, the month-old one gone"
+
+
+def test_a_non_utf8_agent_name_still_publishes(
+    nats_server: NatsServer, collector_for: Any, tmp_path: Path
+) -> None:
+    """GENIE_AGENT_NAME (and GENIE_TEAM) with bytes that are not UTF-8 used to drop every event: the
+    name could not be written. It is decoded with replacement, and stays one subject token."""
+    collector: Collector = collector_for(nats_server.url)
+    data = tmp_path / "data"
+    env = {k.encode(): v.encode() for k, v in clean_env(AGENTWATCH_DATA_DIR=str(data)).items()}
+    env[b"AGENTWATCH_NATS_URL"] = nats_server.url.encode()
+    env[b"GENIE_AGENT_NAME"] = b"rev\xff\xfeiewer"
+    env[b"GENIE_TEAM"] = b"t\xe9am"
+    payload = json.dumps(
+        {"session_id": SESSION, "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+    ).encode()
+    for _ in range(2):
+        result = subprocess.run(
+            [tool("agentwatch-emit")], input=payload, env=env, capture_output=True, timeout=20, check=False
+        )
+        assert result.returncode == 0 and result.stdout == b""
+    assert hook_settled(data)
+    messages = collector.wait_for(2)
+    assert len(collector.settle()) == 2
+    for msg in messages:
+        envelope = json.loads(msg.data)
+        agent = envelope["agent"]
+        assert msg.subject == f"genie.tool.{agent}.call" and agent.startswith("rev")
+        assert all(ch.isascii() and (ch.isalnum() or ch in "_-") for ch in agent)
+    assert not (data / "crash.jsonl").exists()
+    assert (
+        "pending:  0 event message(s)"
+        in run_cli("spool", "status", env=clean_env(AGENTWATCH_DATA_DIR=str(data))).stdout
+    )

@@ -560,6 +560,23 @@ def _read_stdin(environ: Mapping[str, str], spool: Spool, host: str) -> tuple[by
     return b"".join(chunks), ""
 
 
+def _names_as_text(environ: Mapping[str, str]) -> Mapping[str, str]:
+    """`environ` with GENIE_AGENT_NAME and GENIE_TEAM as text: bytes of theirs that are not UTF-8
+    (which the environment holds as lone surrogates, as os.environ decodes them) become U+FFFD.
+    Kept as they came, they could not be written as UTF-8, and the run lost its event."""
+    fixed = {}
+    for name in ("GENIE_AGENT_NAME", "GENIE_TEAM"):
+        value = environ.get(name)
+        if value and not value.isascii():
+            try:
+                text = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            except UnicodeEncodeError:  # a surrogate no decoding made: nothing of it is text
+                text = value.encode("utf-8", "replace").decode("utf-8")
+            if text != value:
+                fixed[name] = text
+    return {**environ, **fixed} if fixed else environ
+
+
 def harness_argument(argv: Sequence[str]) -> str:
     """The harness the registered command names (`agentwatch-emit --harness codex`); '' when it
     names none or one this version does not know (the payload tells then)."""
@@ -578,7 +595,7 @@ def run_hook(
     """The whole hook run, without the final exit: read stdin, publish or spool, log problems."""
     started = time.monotonic()
     _run["harness"] = harness_argument(argv)
-    env = config.environ_now() if environ is None else environ
+    env = _names_as_text(config.environ_now() if environ is None else environ)
     if config.flag(env, "AGENTWATCH_DISABLED"):
         return "disabled"
     deadline_s = config.number(env, "AGENTWATCH_DEADLINE_MS", config.DEFAULT_DEADLINE_MS) / 1000.0
