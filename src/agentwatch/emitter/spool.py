@@ -444,10 +444,14 @@ class Spool:
             return 0
 
     def _orphans(self) -> bool:
-        """In-flight files other than this process's own."""
+        """In-flight files other than this process's own (and the unreadable ones kept to be seen:
+        no flush takes them, so none is tried for them)."""
         try:
             mine = f"{posix.getpid()}."
-            return any(not name.startswith((mine, ".")) for name in posix.listdir(self.inflight))
+            return any(
+                not name.startswith((mine, ".")) and not name.endswith(UNREADABLE_SUFFIX)
+                for name in posix.listdir(self.inflight)
+            )
         except FileNotFoundError:
             return False
 
