@@ -375,10 +375,15 @@ class Spool:
         """(messages a full disk kept from the spool, how many of them were reported, when the
         last was)."""
         try:
-            with open(self._lost_path, "rb") as f:
-                return _parse_lost(f.read(LOST_WIDTH))
+            fd = posix.open(self._lost_path, posix.O_RDONLY)
         except OSError:
             return 0, 0, 0.0
+        try:
+            return _parse_lost(posix.pread(fd, LOST_WIDTH, 0))
+        except OSError:
+            return 0, 0, 0.0
+        finally:
+            posix.close(fd)
 
     def note_lost(self, count: int = 0, reported: bool = False) -> None:
         """Count `count` messages the disk had no room for (or, `reported`, mark every one counted
@@ -528,7 +533,7 @@ class Spool:
         """The complete lines from `pos` (at least one if there is one), and where they end."""
         want = CHUNK_BYTES
         while True:
-            data = posix.pread(fd, want, pos)
+            data = posix.pread(fd, min(want, size - pos), pos)
             end = data.rfind(b"\n")
             if end >= 0:
                 return data[: end + 1], pos + end + 1
@@ -601,7 +606,12 @@ class Spool:
             except FileNotFoundError:
                 return 0, 0
             try:
+                # The size under the append lock, and nothing read past it: an append the disk
+                # stops part-way is cut back before the lock goes, so no byte of it is sent (and
+                # no position is committed inside what is cut back, then written over).
+                posix.lockf(fd, posix.F_LOCK, 0)
                 size = posix.fstat(fd).st_size
+                posix.lockf(fd, posix.F_ULOCK, 0)
                 pos = self._read_pos()
                 if pos > size:
                     pos = 0
