@@ -501,10 +501,10 @@ def _spool(
     try:
         kept = spool.settle(held, encoded)
     except OSError as full:  # the disk has no room for them
+        remember(False)  # the usage read may not be in what stays: read it again next time
         if held:  # its in-flight file stays, and the next flush that has room queues it
             log_problem(environ, "disk_full", f"the spool could not be written ({full}); kept in {held}")
             return "deferred"
-        remember(False)
         spool.note_lost(len(encoded))  # in place: costs the disk nothing
         log_problem(environ, "disk_full", f"the disk is full ({full}): lost {len(encoded)} message(s)")
         return "lost"
