@@ -503,6 +503,34 @@ def _headline_fields(text: str) -> Json:
     return found
 
 
+# Why a payload nested deeper than the JSON parser goes (about 1,000 levels) is not read.
+TOO_DEEP = "JSON nested too deep to read"
+
+
+def unparsed_envelope(
+    text: str,
+    size: int,
+    reason: str,
+    environ: Mapping[str, str],
+    host: str = "",
+    now: float | None = None,
+    harness: str = "",
+) -> tuple[str, Json]:
+    """The event of a payload that is not parsed (too large, nested too deep): its top-level
+    fields found in the text, a redacted preview of its head, and why, with its size."""
+    head, n_head = redact_environment(*redact_text(text[:16384]), environ)
+    fields_text, n_fields = redact_environment(*redact_text(dumpb(_headline_fields(text)).decode()), environ)
+    partial: Json = dict(loads(fields_text))
+    partial["agentwatch_truncated"] = {"original_bytes": size, "reason": reason}
+    partial["preview"] = head
+    harness = harness or detect(partial, environ)
+    subject, env = build_envelope(
+        partial, environ, host=host, now=now, redacted=n_head + n_fields, harness=harness
+    )
+    env["truncated"] = True
+    return subject, env
+
+
 def envelopes_from_stdin(
     raw: bytes,
     environ: Mapping[str, str],
@@ -522,22 +550,13 @@ def envelopes_from_stdin(
     the events it implies (payloads of their own, each with its `derived`)."""
     text = raw.decode("utf-8", "replace")
     if len(raw) > MAX_PARSE_BYTES:
-        head, n_head = redact_environment(*redact_text(text[:16384]), environ)
-        fields_text, n_fields = redact_environment(
-            *redact_text(dumpb(_headline_fields(text)).decode()), environ
-        )
-        partial: Json = dict(loads(fields_text))
-        partial["agentwatch_truncated"] = {"original_bytes": len(raw), "reason": "input too large to parse"}
-        partial["preview"] = head
-        harness = harness or detect(partial, environ)
-        subject, env = build_envelope(
-            partial, environ, host=host, now=now, redacted=n_head + n_fields, harness=harness
-        )
-        env["truncated"] = True
-        return [(subject, env)]
+        return [unparsed_envelope(text, len(raw), "input too large to parse", environ, host, now, harness)]
+    whole = text
     text, redactions = redact_environment(*redact_text(text), environ)
     try:
         payload: object = loads(text)
+    except RecursionError:  # deeper than the parser goes: the event with what its text says
+        return [unparsed_envelope(whole, len(raw), TOO_DEEP, environ, host, now, harness)]
     except JSONError as exc:
         reason = "empty input" if not raw.strip() else f"not JSON ({exc})"
         if cut:

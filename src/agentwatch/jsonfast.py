@@ -48,6 +48,7 @@ class _Context:
 
 _scanners: dict[str, Callable[[str, int], tuple[Any, int]]] = {}
 _encoders: dict[bool, Callable[[object, int], Any]] = {}
+_markers: dict[int, object] = {}  # the encoders' record of the containers they are inside
 _WS = " \t\n\r"
 
 
@@ -95,9 +96,15 @@ def dumps(obj: object, ascii_only: bool = False) -> str:
     if encode is None:
         escape = _json.encode_basestring_ascii if ascii_only else _json.encode_basestring
         encode = _encoders[ascii_only] = _json.make_encoder(
-            {}, _unserializable, escape, None, ":", ",", False, False, True
+            _markers, _unserializable, escape, None, ":", ",", False, False, True
         )
-    return "".join(encode(obj, 0))
+    try:
+        return "".join(encode(obj, 0))
+    except BaseException:
+        # An encode that stopped part-way (a RecursionError on a value nested too deep) leaves
+        # the containers it had entered marked: the next encode of them would be "circular".
+        _markers.clear()
+        raise
 
 
 def dumpb(obj: object) -> bytes:

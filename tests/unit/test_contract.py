@@ -966,3 +966,25 @@ def test_every_bookkeeping_event_reads_as_a_sentence() -> None:
     assert summarize("PostCompact", {"trigger": "manual"}) == "context compacted (manual)"
     for event in HOOK_EVENTS:
         assert summarize(event, {}) != event, event  # a sentence, not the bare name
+
+
+def test_an_encode_stopped_by_depth_leaves_the_encoder_usable() -> None:
+    """A value nested too deep to encode raised RecursionError part-way, and left the encoder's
+    record of the containers it was inside: encoding any of them again said "circular"."""
+    from agentwatch.jsonfast import dumps
+
+    inner: dict[str, object] = {"k": 1}
+    deep: dict[str, object] = inner
+    for _ in range(100_000):
+        deep = {"a": deep}
+    with pytest.raises(RecursionError):
+        dumps({"x": inner, "deep": deep})
+    assert dumps({"x": inner}) == '{"x":{"k":1}}'
+
+
+def test_a_payload_deeper_than_the_parser_is_an_event_that_says_so() -> None:
+    raw = b'{"session_id":"s1","hook_event_name":"Stop","x":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    [(subject, env)] = contract.envelopes_from_stdin(raw, {}, host="h")
+    assert env["event"] == "Stop" and env["session_id"] == "s1" and env["truncated"] is True
+    assert env["data"]["agentwatch_truncated"] == {"original_bytes": len(raw), "reason": contract.TOO_DEEP}
+    assert subject.startswith("genie.agent.")

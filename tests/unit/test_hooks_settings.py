@@ -1161,3 +1161,56 @@ def test_cli_dry_run_changes_nothing(tmp_path: Path, emit: str, capsys: pytest.C
     assert "+++ " in capsys.readouterr().out
     assert not (tmp_path / ".claude").exists()
     assert os.listdir(tmp_path) == []
+
+
+DUPLICATED = (
+    '{\n  "model": "opus",\n  "hooks": {\n    "Stop": [{"hooks": [{"type": "command", "command": "a"}]}],\n'
+    '    "Stop": [{"hooks": [{"type": "command", "command": "b"}]}]\n  },\n  "model": "sonnet"\n}\n'
+)
+
+
+@pytest.mark.parametrize("harness", ["claude", "gemini"])
+def test_a_settings_file_with_a_repeated_key_is_refused_untouched(tmp_path: Path, harness: str) -> None:
+    """A rewrite could not keep both members of a repeated key (the changed object was written
+    afresh, the last one winning): install then uninstall no longer gave back the file. Such a file
+    is refused, byte for byte as it was, with one line that says which key to fix; once fixed,
+    the round trip is exact again."""
+    home = tmp_path / "home"
+    path = home / (".claude" if harness == "claude" else ".gemini") / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(DUPLICATED)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))},
+        "HOME": str(home),
+        "GEMINI_CLI_HOME": str(home),
+    }
+    emit = str(Path(sys.executable).parent / "agentwatch-emit")
+
+    def hooks(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentwatch", "hooks", *args, "--harness", harness],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    for args in (("install", "--command", emit), ("uninstall",)):
+        refused = hooks(*args)
+        assert refused.returncode != 0, refused.stdout
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1 and '"Stop" appears twice' in lines[0] and "left untouched" in lines[0], lines
+        assert path.read_text() == DUPLICATED
+        assert sorted(p.name for p in path.parent.iterdir()) == ["settings.json"], (
+            "no backup, nothing written"
+        )
+
+    fixed = DUPLICATED.replace(
+        '    "Stop": [{"hooks": [{"type": "command", "command": "a"}]}],\n', ""
+    ).replace(',\n  "model": "sonnet"', "")
+    path.write_text(fixed)
+    assert hooks("install", "--command", emit).returncode == 0
+    assert path.read_text() != fixed
+    assert hooks("uninstall").returncode == 0
+    assert path.read_text() == fixed

@@ -100,3 +100,39 @@ def _capture(spool: Spool, payload: bytes) -> tuple[str, bytes]:
     finally:
         os.close(read_end)
     return path, raw
+
+
+def test_an_unreadable_capture_does_not_make_every_run_flush(tmp_path: Path) -> None:
+    """A capture kept as unreadable is for a person to see: no flush takes it, so the hook's check
+    for work (every run with the bus up makes it) does not count it."""
+    spool = Spool(str(tmp_path / "spool"), rebuild=lambda header, raw: [])
+    capture, _ = _capture(spool, b'{"hook_event_name": "Stop"}')
+    Path(capture).rename(Path(capture).with_name(f"{DEAD}.unreadable"))
+    assert spool.is_empty()
+    assert spool.status().unreadable == 1
+
+
+def test_an_append_the_disk_stops_part_way_leaves_nothing_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk takes the first bytes of an append and refuses the rest: the file is cut back to
+    where the append began, and the next append starts a line of its own."""
+    spool = Spool(str(tmp_path / "spool"))
+    assert spool.append(MESSAGES)
+    before = (tmp_path / "spool" / "queue").read_bytes()
+    real_write = posix.write
+
+    def full(fd: int, data: bytes) -> int:
+        if len(data) > 10:
+            return real_write(fd, bytes(data[:10]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(posix, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        spool.append([("genie.agent.a.response", "02ID", b'{"id":"02ID","x":"' + b"y" * 100 + b'"}')])
+    monkeypatch.undo()
+    assert (tmp_path / "spool" / "queue").read_bytes() == before
+    with (tmp_path / "spool" / "queue").open("ab") as f:
+        f.write(b"genie.agent.a.response 03ID {")  # a writer killed mid-line
+    assert spool.append(MESSAGES)
+    assert (tmp_path / "spool" / "queue").read_bytes().endswith(b"03ID {\n" + before)

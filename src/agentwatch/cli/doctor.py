@@ -105,6 +105,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"spool:     {st.count} message(s), {human_bytes(st.bytes)} at {st.path}")
     if st.count:
         print(f"           oldest {when(st.oldest_id)}; send with `agentwatch spool flush`")
+    if st.lost:
+        print(f"           {st.lost} message(s) lost to a full disk (`agentwatch spool status`)")
+    if st.unreadable:
+        where = st.path.rpartition("/")[0]
+        print(f"           {st.unreadable} unreadable hook input(s), kept redacted in {where}/inflight")
     log = Path(crash_log_path(os.environ))
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     print(f"crash log: {len(lines)} line(s) at {log}")

@@ -34,7 +34,15 @@ def cmd_status(_args: argparse.Namespace) -> int:
         print(f"newest:   {when(st.newest_id)}")
     if st.malformed:
         print(f"damaged:  {st.malformed} line(s) that will be skipped")
+    if st.lost:
+        print(f"lost:     {st.lost} message(s) the disk had no room for, the last {_at(st.lost_at)}")
+    if st.unreadable:
+        print(f"unreadable: {st.unreadable} input(s) nothing was made of, kept redacted in {spool.inflight}")
     return 0
+
+
+def _at(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) + f" ({ago(time.time() - ts)} ago)"
 
 
 def cmd_flush(args: argparse.Namespace) -> int:

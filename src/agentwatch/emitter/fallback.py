@@ -66,7 +66,12 @@ class FallbackConnection:
             raise BusError("deadline reached")
         return self._loop.run_until_complete(asyncio.wait_for(coro, left))
 
-    def publish(self, messages: list[Message], stream: bool | None = None) -> bool | None:  # noqa: ARG002
+    def publish(
+        self,
+        messages: list[Message],
+        stream: bool | None = None,  # noqa: ARG002 - no stream is asked here (below)
+        stored: bool = False,  # noqa: ARG002 - nor remembered: the hook keeps no bus knowledge here
+    ) -> bool | None:
         """Core publish and flush: nats-py's PONG is the confirmation (the stream is not asked)."""
 
         async def send() -> None:

@@ -83,6 +83,7 @@ def spool_for(environ: Mapping[str, str]) -> Spool:
     max_bytes = config.number(environ, "AGENTWATCH_SPOOL_MAX_BYTES", DEFAULT_MAX_BYTES)
     spool = Spool(in_data_dir(environ, "spool"), max_bytes)
     spool.rebuild = lambda header, raw: _rebuild(header, raw, environ, spool)
+    spool.environ = environ
     return spool
 
 
@@ -138,10 +139,19 @@ class Publisher:
             self._urls = config.parse_urls(self._url)
             self._conn = Connection(self._urls[0], deadline, greet=False)
             self.server = f"{self._conn.url.host}:{self._conn.url.port}"
-        # What this host learned before about the server: does a stream capture genie.>?
-        self.stream = self._known = bus_knowledge(environ, self.server) if self.server else None
+        self._learn()
         if not early:
             self.greet()
+
+    def _learn(self) -> None:
+        """What this host learned before about the server: does a stream capture genie.>, and
+        did one ever? Where one did, "none does" is not trusted (JetStream is asked again, in the
+        same write as the events), and no publish counts as sent without a stream's ack: a
+        stream deleted (by hand, a JetStream reset) keeps the events in the spool until one
+        captures genie.> again, instead of their going to nothing with the server's PONG."""
+        self._known, self._seen = bus_memory(self.environ, self.server) if self.server else (None, False)
+        self.seen = self._seen
+        self.stream = None if self.seen and self._known is False else self._known
 
     def greet(self) -> None:
         """Wait until the server answered (the next ones of a cluster's list if it does not)."""
@@ -163,7 +173,7 @@ class Publisher:
                 except BusError as rest:
                     raise BusError(f"{exc}; {rest}") from None
                 self.server = f"{self._conn.url.host}:{self._conn.url.port}"
-                self.stream = self._known = bus_knowledge(self.environ, self.server)
+                self._learn()
         self.max_payload = self._conn.max_payload
 
     def renew(self, deadline: float) -> None:
@@ -177,15 +187,25 @@ class Publisher:
 
     def publish(self, messages: list[Message]) -> None:
         self.greet()
-        learned = self._conn.publish(messages, self.stream)
+        try:
+            learned = self._conn.publish(messages, self.stream, self.seen)
+        except BaseException as exc:
+            if getattr(exc, "stream_missing", False):  # wire.StreamMissing: one did, none does now
+                self.stream = False
+            raise
         if learned is not None:
             self.stream = learned
+            self.seen = self.seen or learned
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
-        if self.server and self.stream is not None and self.stream != self._known:
-            remember_bus(self.environ, self.server, self.stream)
+        if (
+            self.server
+            and self.stream is not None
+            and (self.stream != self._known or self.seen != self._seen)
+        ):
+            remember_bus(self.environ, self.server, self.stream, self.seen)
 
 
 # --- what the hook remembers about the bus ---------------------------------------------------
@@ -203,26 +223,34 @@ def _knowledge_path(environ: Mapping[str, str]) -> str:
 
 def bus_knowledge(environ: Mapping[str, str], server: str, now: float | None = None) -> bool | None:
     """Whether a stream captured genie.> on `server`, as learned recently; None when not known."""
+    return bus_memory(environ, server, now)[0]
+
+
+def bus_memory(environ: Mapping[str, str], server: str, now: float | None = None) -> tuple[bool | None, bool]:
+    """What bus_knowledge says, and whether a stream ever captured genie.> on `server` (a line's
+    fourth field, `1`: it does not expire)."""
     now = time.time() if now is None else now
     try:
         with open(_knowledge_path(environ), "rb") as f:
             lines = f.read(65536).decode("utf-8", "replace").splitlines()
     except OSError:
-        return None
+        return None, False
     for line in lines:
         parts = line.split()
-        if len(parts) == 3 and parts[0] == server and parts[1] in ("0", "1"):
+        if len(parts) in (3, 4) and parts[0] == server and parts[1] in ("0", "1"):
+            seen = parts[1] == "1" or parts[3:] == ["1"]
             try:
                 age = now - float(parts[2])
             except ValueError:
-                return None
+                return None, seen
             stream = parts[1] == "1"
-            return stream if 0 <= age < (STREAM_KNOWN_S if stream else NO_STREAM_KNOWN_S) else None
-    return None
+            return (stream if 0 <= age < (STREAM_KNOWN_S if stream else NO_STREAM_KNOWN_S) else None), seen
+    return None, False
 
 
-def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
-    """Keep what was learned about `server` (atomically; other servers' lines stay)."""
+def remember_bus(environ: Mapping[str, str], server: str, stream: bool, seen: bool = False) -> None:
+    """Keep what was learned about `server` (atomically; other servers' lines stay): whether a
+    stream captures genie.> now, and whether one ever did (`seen`)."""
     path = _knowledge_path(environ)
     try:
         with open(path, "rb") as f:
@@ -231,7 +259,7 @@ def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
     except OSError:
         kept = []
     # Not rounded: a time rounded up lies ahead of the next run's clock, which then knew nothing.
-    kept.append(f"{server} {int(stream)} {time.time():.3f}")
+    kept.append(f"{server} {int(stream)} {time.time():.3f}" + (" 1" if seen or stream else ""))
     tmp = f"{path}.{posix.getpid()}"
     try:
         fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
@@ -240,8 +268,11 @@ def remember_bus(environ: Mapping[str, str], server: str, stream: bool) -> None:
         finally:
             posix.close(fd)
         posix.replace(tmp, path)
-    except OSError:
-        pass
+    except OSError:  # a full disk: no temporary file stays behind
+        try:  # noqa: SIM105 - contextlib would cost the hook an import
+            posix.unlink(tmp)
+        except OSError:
+            pass
 
 
 # --- one run -----------------------------------------------------------------------------------
@@ -340,6 +371,8 @@ def _outgoing(
                 event["seq"] = sequence.next_seq(config.data_dir(environ), event["session_id"])
                 if own:
                     _run["seq"] = (event["session_id"], event["seq"])
+            except OSError:  # a full disk: the event goes unnumbered rather than not at all
+                pass
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, was)
         if event.get("event") == "SessionEnd":  # a good moment to forget long-gone sessions' counters
@@ -354,7 +387,12 @@ def _outgoing(
             outgoing.extend(usage)
         except Exception as exc:  # a transcript it cannot read must not hold the event back
             log_problem(environ, "usage", "reading the transcripts failed; the event goes alone", exc)
-    return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
+    try:
+        return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
+    except RecursionError:  # read, but nested too deep to write back: each such event says so
+        from agentwatch.emitter.mishaps import too_deep
+
+        return too_deep(outgoing, raw, environ), commit
 
 
 def run(
@@ -383,14 +421,17 @@ def run(
         encoded, remember = _outgoing(
             raw, environ, spool, started + deadline_s * READ_SHARE, host=host, own=True
         )
-        held = spool.hold(encoded, held)
+        try:  # noqa: SIM105 - contextlib would cost the hook an import
+            held = spool.hold(encoded, held)
+        except OSError:  # a full disk: sent from memory; its capture (if any) still holds stdin
+            pass
         remember(True)  # the usage read is on disk: the next run reads on from here
         _run["phase"] = SENDING
         if _run["stop"]:  # asked to stop while the messages were made: they are safe now
             _quiet()
             raise Interrupted
         publisher = publisher or Publisher(environ, deadline)
-        if publisher.connecting():  # the agent does not wait for the server: a child does
+        if publisher.connecting() and held:  # the agent does not wait for the server: a child does
             held = _detach(spool, held, deadline)
         publisher.greet()
         if publisher.max_payload < DEFAULT_MAX_PAYLOAD:
@@ -405,6 +446,7 @@ def run(
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
         if not spool.is_empty():
+            _report_lost(environ, spool)
             flush_until = min(deadline - 0.05, started + deadline_s * FLUSH_SHARE)
             if time.monotonic() < flush_until:
                 _sent, skipped = spool.flush(publisher.publish, flush_until, refit(publisher.max_payload))
@@ -456,10 +498,21 @@ def _spool(
     """Keep what the bus did not confirm for a later run; what happened."""
     if not encoded:  # stopped before the messages were made: make them now, signals are off
         encoded, _ = _outgoing(raw, environ, spool, own=True)  # the transcripts wait for the next run
-    if not spool.settle(held, encoded):
+    try:
+        kept = spool.settle(held, encoded)
+    except OSError as full:  # the disk has no room for them
+        remember(False)  # the usage read may not be in what stays: read it again next time
+        if held:  # its in-flight file stays, and the next flush that has room queues it
+            log_problem(environ, "disk_full", f"the spool could not be written ({full}); kept in {held}")
+            return "deferred"
+        spool.note_lost(len(encoded))  # in place: costs the disk nothing
+        log_problem(environ, "disk_full", f"the disk is full ({full}): lost {len(encoded)} message(s)")
+        return "lost"
+    if not kept:
         remember(False)  # the usage read was dropped with the rest: read it again next time
         log_problem(environ, "spool_full", f"spool full ({spool.max_bytes} bytes): dropped {encoded[0][1]}")
         return "dropped"
+    _report_lost(environ, spool)
     if isinstance(exc, Deadline):
         log_problem(environ, "deadline", "the bus did not confirm before the deadline; spooled")
     elif isinstance(exc, Interrupted):
@@ -467,6 +520,18 @@ def _spool(
     elif not _is_unreachable(exc):
         log_problem(environ, "bus_error", str(exc))
     return "spooled"
+
+
+def _report_lost(environ: Mapping[str, str], spool: Spool) -> None:
+    """Say in the crash log how many messages a full disk kept from the spool since the last
+    report (counted in place meanwhile: Spool.note_lost), now that the disk has room."""
+    count, reported, last = spool.lost()
+    if count > reported:
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last))
+        log_problem(
+            environ, "disk_full", f"{count - reported} message(s) lost to a full disk, the last at {at}"
+        )
+        spool.note_lost(reported=True)
 
 
 def _is_unreachable(exc: BaseException) -> bool:
@@ -495,6 +560,23 @@ def _read_stdin(environ: Mapping[str, str], spool: Spool, host: str) -> tuple[by
     return b"".join(chunks), ""
 
 
+def _names_as_text(environ: Mapping[str, str]) -> Mapping[str, str]:
+    """`environ` with GENIE_AGENT_NAME and GENIE_TEAM as text: bytes of theirs that are not UTF-8
+    (which the environment holds as lone surrogates, as os.environ decodes them) become U+FFFD.
+    Kept as they came, they could not be written as UTF-8, and the run lost its event."""
+    fixed = {}
+    for name in ("GENIE_AGENT_NAME", "GENIE_TEAM"):
+        value = environ.get(name)
+        if value and not value.isascii():
+            try:
+                text = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            except UnicodeEncodeError:  # a surrogate no decoding made: nothing of it is text
+                text = value.encode("utf-8", "replace").decode("utf-8")
+            if text != value:
+                fixed[name] = text
+    return {**environ, **fixed} if fixed else environ
+
+
 def harness_argument(argv: Sequence[str]) -> str:
     """The harness the registered command names (`agentwatch-emit --harness codex`); '' when it
     names none or one this version does not know (the payload tells then)."""
@@ -513,7 +595,7 @@ def run_hook(
     """The whole hook run, without the final exit: read stdin, publish or spool, log problems."""
     started = time.monotonic()
     _run["harness"] = harness_argument(argv)
-    env = config.environ_now() if environ is None else environ
+    env = _names_as_text(config.environ_now() if environ is None else environ)
     if config.flag(env, "AGENTWATCH_DISABLED"):
         return "disabled"
     deadline_s = config.number(env, "AGENTWATCH_DEADLINE_MS", config.DEFAULT_DEADLINE_MS) / 1000.0

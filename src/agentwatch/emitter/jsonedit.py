@@ -16,7 +16,8 @@ stays on that line. Whatever surrounds the top-level value, a final newline incl
 So a text in the style json.dumps writes (indent 2, 4 or a tab, or one line) comes back byte for
 byte once a change is undone: what install added and uninstall removes are exactly the bytes of
 the members added, with one separator each. The one exception: a changed object in which a key is
-repeated is written afresh, as json.loads read it (the last value of the key wins).
+repeated is written afresh, as json.loads read it (the last value of the key wins); `agentwatch
+hooks` refuses such a file, untouched (settings.read_settings), so it never meets it.
 
 Standard library only, and written here for that reason: the standard library has no JSON
 editor that keeps a text's formatting, and the bare install (every agent host) carries no

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
+    from agentwatch.contract import Json
     from agentwatch.emitter.spool import Spool
 
     Message = tuple[str, str, bytes]
@@ -53,7 +54,14 @@ def log_problem(path: str, kind: str, message: str, exc: BaseException | None = 
             pass
         fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
         try:
-            posix.write(fd, dumps(record).encode() + b"\n")
+            size = posix.fstat(fd).st_size
+            line = dumps(record).encode() + b"\n"
+            try:
+                if posix.write(fd, line) != len(line):
+                    raise OSError(28, "No space left on device")
+            except OSError:  # a full disk: no partial line for the next one to be glued to
+                posix.ftruncate(fd, size)
+                raise
         finally:
             posix.close(fd)
     except Exception:  # noqa: S110 - the crash log is the last resort; nothing is left to tell
@@ -81,6 +89,27 @@ def rebuild(
     messages, _ = outgoing(
         raw, env, spool, host=host, now=at, stopped_reading=stopped_reading, harness=harness
     )
+    return messages
+
+
+def too_deep(outgoing: list[tuple[str, Json]], raw: bytes, environ: Mapping[str, str]) -> list[Message]:
+    """The messages of a run whose payload the parser read but the encoder cannot write back (a
+    few levels short of the parser's limit, with the envelope's own two on top): every envelope
+    that cannot be written carries, in place of its data, why, the payload's size and a redacted
+    preview of its head, as a payload too deep to read does."""
+    from agentwatch.contract import DEFAULT_MAX_PAYLOAD, encode_envelope, unparsed_envelope
+
+    messages = []
+    for subject, env in outgoing:
+        try:
+            body = encode_envelope(env, DEFAULT_MAX_PAYLOAD)
+        except RecursionError:
+            text = raw.decode("utf-8", "replace")
+            _, flat = unparsed_envelope(text, len(raw), "JSON nested too deep to write", environ)
+            env["data"], env["truncated"] = flat["data"], True
+            env["redacted"] = int(env.get("redacted") or 0) + int(flat.get("redacted") or 0)
+            body = encode_envelope(env, DEFAULT_MAX_PAYLOAD)
+        messages.append((subject, str(env["id"]), body))
     return messages
 
 

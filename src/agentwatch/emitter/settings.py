@@ -356,6 +356,24 @@ def rerender(old_text: str | None, old: Json, new: Json) -> str:
     return jsonedit.rewrite(old_text, old, new)
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> Json:
+    """An object's members, as json.loads makes them; raises _DuplicateKey for a key that is
+    there twice. A rewrite could not keep both (jsonedit writes a changed object with a repeated
+    key afresh, as json.loads read it), so uninstall would no longer give back the file's bytes:
+    such a file is refused, untouched, rather than changed where its owner did not expect."""
+    out: Json = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def read_settings(path: Path) -> tuple[str | None, Json]:
     """The file's text (None when it does not exist) and its object.
 
@@ -377,7 +395,13 @@ def read_settings(path: Path) -> tuple[str | None, Json]:
     if not text.strip():
         return text, {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as dup:
+        raise SettingsError(
+            f"{path}: the key {json.dumps(dup.key)} appears twice in one object (only the last one counts); "
+            "it was left untouched. Remove the other one and run the command again, or add the hooks by "
+            "hand (`agentwatch hooks print` shows what to add)."
+        ) from None
     except json.JSONDecodeError as exc:
         rest = text[exc.pos :].lstrip()
         if rest.startswith(("//", "/*")):

@@ -34,7 +34,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     Message = tuple[str, str, bytes]
 
@@ -58,10 +58,35 @@ CAPTURE_MAX_BYTES = 1 << 20
 # The in-flight file of a run whose stdin was not captured (too large, or the disk refused it):
 # its messages alone, written whole as `PID.held.tmp`, then renamed.
 HELD_SUFFIX = ".held"
+# How every envelope's JSON begins, after `SUBJECT ID` (the contract's "v" comes first). A JSON
+# body is compact: ` {"` never occurs inside one (a quote in a string is escaped), so a line with
+# it twice is two lines glued (see Spool._parse).
+BODY_START = b' {"v":'
+# The queue's committed position is written at this width, in place (see Spool._write_pos).
+POS_WIDTH = 20
+# The record of events a full disk kept from the spool (Spool.note_lost): made while the disk has
+# room, then only overwritten in place, which needs no new block: "count reported last-time".
+LOST_NAME = "lost"
+LOST_WIDTH = 64
+# Captures nothing could be made of (`inflight/*.unreadable`, redacted): the newest kept, for a
+# person to see (`agentwatch spool status`, `agentwatch doctor`), and none older than this.
+UNREADABLE_KEEP = 20
+UNREADABLE_MAX_AGE_S = 30 * 86400
+UNREADABLE_SUFFIX = ".unreadable"
 
 
 class SpoolStatus:
-    __slots__ = ("bytes", "count", "malformed", "newest_id", "oldest_id", "path")
+    __slots__ = (
+        "bytes",
+        "count",
+        "lost",
+        "lost_at",
+        "malformed",
+        "newest_id",
+        "oldest_id",
+        "path",
+        "unreadable",
+    )
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -70,6 +95,11 @@ class SpoolStatus:
         self.malformed = 0
         self.oldest_id = ""
         self.newest_id = ""
+        # Messages a full disk kept from the spool (ever), and when the last was; captures nothing
+        # could be made of (`inflight/*.unreadable`, redacted, kept for a person to see).
+        self.lost = 0
+        self.lost_at = 0.0
+        self.unreadable = 0
 
 
 class Spool:
@@ -88,6 +118,9 @@ class Spool:
         # Makes the messages of a hook run killed before it made them, from its captured stdin:
         # (capture header, stdin) -> messages. Without it such captures wait for one who can.
         self.rebuild = rebuild
+        # The environment whose secret variables are taken out of a capture kept as unreadable.
+        self.environ: Mapping[str, str] = {}
+        self._lost_path = f"{directory}/{LOST_NAME}"
 
     # -- in flight (the hook, before it sends) -----------------------------------------------
 
@@ -127,9 +160,17 @@ class Spool:
             fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC, 0o600)
         except FileNotFoundError:
             _makedirs(self.inflight)
+            self.reserve()  # a data dir's first run: the record of lost events, while there is room
             fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC, 0o600)
         try:
-            start = posix.write(fd, RAW_MARK + READING + b"0" * RAW_DIGITS + header + b"\n")
+            try:
+                first = RAW_MARK + READING + b"0" * RAW_DIGITS + header + b"\n"
+                start = posix.write(fd, first)
+                if start != len(first):
+                    raise OSError(28, "No space left on device")  # ENOSPC: the header cut short
+            except OSError:  # a full disk: no file stays behind (the run keeps stdin in memory)
+                self.release(path)
+                raise
             size, unwritten = _drain(stdin, fd, CAPTURE_MAX_BYTES)
             raw = posix.pread(fd, size, start)
             if unwritten is None:
@@ -218,7 +259,10 @@ class Spool:
                     data = f.read()
             except (ValueError, IndexError, OSError):
                 continue
-            moved += self._requeue(claimed, data)
+            try:
+                moved += self._requeue(claimed, data)
+            except OSError:  # a full disk: the claimed file stays, and is recovered later
+                continue
         return moved
 
     def resume_capture(self, stdin: int) -> None:
@@ -260,8 +304,8 @@ class Spool:
                 return 0
             try:
                 complete = _lines(self.rebuild(header, raw))
-            except Exception:  # a capture nothing can be made of: it stays for a person to see
-                posix.replace(claimed, claimed + ".unreadable")
+            except Exception as exc:  # a capture nothing can be made of: kept, redacted, for a person to see
+                self._keep_unreadable(claimed, data, exc)
                 return 0
         else:
             complete = held[: held.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
@@ -269,6 +313,96 @@ class Spool:
             self._append_raw(complete)
         self.release(claimed)
         return complete.count(b"\n")
+
+    def _keep_unreadable(self, claimed: str, data: bytes, exc: BaseException) -> None:
+        """Keep a capture nothing could be made of as `*.unreadable`, its secrets taken out (as an
+        event's are), after a line that says why; the oldest such files beyond UNREADABLE_KEEP, or
+        older than UNREADABLE_MAX_AGE_S, go. Where the redacted copy cannot be written (a full
+        disk), the capture is dropped and counted as lost: never kept as it came."""
+        from agentwatch.redact import redact_environment, redact_text
+
+        text, count = redact_text(data.decode("utf-8", "replace"))
+        text, count = redact_environment(text, count, self.environ)
+        why = f"# unreadable: {type(exc).__name__}: {str(exc)[:200]}".replace("\n", " ")
+        try:
+            self._write_inflight(f"{why}\n{text}".encode("utf-8", "replace"), claimed + UNREADABLE_SUFFIX)
+        except OSError:
+            self.note_lost(1)
+        self.release(claimed)
+        self.prune_unreadable()
+
+    def unreadable(self) -> list[str]:
+        """The names of the captures kept as unreadable."""
+        try:
+            return [n for n in posix.listdir(self.inflight) if n.endswith(UNREADABLE_SUFFIX)]
+        except FileNotFoundError:
+            return []
+
+    def prune_unreadable(self, now: float | None = None) -> int:
+        """Remove the unreadable captures beyond the newest UNREADABLE_KEEP or older than
+        UNREADABLE_MAX_AGE_S; how many."""
+        now = time.time() if now is None else now
+        aged = []
+        for name in self.unreadable():
+            try:
+                aged.append((posix.stat(f"{self.inflight}/{name}").st_mtime, name))
+            except OSError:
+                continue
+        aged.sort(reverse=True)
+        removed = 0
+        for i, (mtime, name) in enumerate(aged):
+            if i >= UNREADABLE_KEEP or now - mtime > UNREADABLE_MAX_AGE_S:
+                self.release(f"{self.inflight}/{name}")
+                removed += 1
+        return removed
+
+    # -- events a full disk kept out ---------------------------------------------------------
+
+    def reserve(self) -> None:
+        """Make the record of lost events (see note_lost) while the disk has room; never raises."""
+        try:
+            fd = posix.open(self._lost_path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL, 0o600)
+        except OSError:  # made already (or no room: made another time)
+            return
+        try:
+            _write_all(fd, _lost_record(0, 0, 0.0))
+        except OSError:
+            self.release(self._lost_path)  # a record cut short would be overwritten with no block
+        finally:
+            posix.close(fd)
+
+    def lost(self) -> tuple[int, int, float]:
+        """(messages a full disk kept from the spool, how many of them were reported, when the
+        last was)."""
+        try:
+            fd = posix.open(self._lost_path, posix.O_RDONLY)
+        except OSError:
+            return 0, 0, 0.0
+        try:
+            return _parse_lost(posix.pread(fd, LOST_WIDTH, 0))
+        except OSError:
+            return 0, 0, 0.0
+        finally:
+            posix.close(fd)
+
+    def note_lost(self, count: int = 0, reported: bool = False) -> None:
+        """Count `count` messages the disk had no room for (or, `reported`, mark every one counted
+        as reported): written over the record in place, which needs no new block of the disk, so
+        it is kept where nothing else can be. Never raises."""
+        try:
+            fd = posix.open(self._lost_path, posix.O_RDWR)
+        except OSError:
+            return  # no record was made while there was room: nothing can be kept
+        try:
+            posix.lockf(fd, posix.F_LOCK, 0)
+            total, told, last = _parse_lost(posix.pread(fd, LOST_WIDTH, 0))
+            if count:
+                total, last = total + count, time.time()
+            posix.pwrite(fd, _lost_record(total, total if reported else told, last), 0)
+        except OSError:
+            pass
+        finally:
+            posix.close(fd)
 
     # -- appending (the hook, bus down) ------------------------------------------------------
 
@@ -278,18 +412,27 @@ class Spool:
 
     def _append_raw(self, data: bytes) -> bool:
         try:
-            fd = posix.open(self.path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
+            fd = posix.open(self.path, posix.O_RDWR | posix.O_APPEND | posix.O_CREAT, 0o600)
         except FileNotFoundError:
             _makedirs(self.directory)
-            fd = posix.open(self.path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
+            fd = posix.open(self.path, posix.O_RDWR | posix.O_APPEND | posix.O_CREAT, 0o600)
         try:
             posix.lockf(fd, posix.F_LOCK, 0)
-            if posix.fstat(fd).st_size + len(data) > self.max_bytes:
+            size = posix.fstat(fd).st_size
+            if size + len(data) > self.max_bytes:
                 return False
-            view = memoryview(data)
-            while view:
-                written = posix.write(fd, view)
-                view = view[written:]
+            if size and posix.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a writer killed mid-line left a partial one: never glue to it
+            try:
+                _write_all(fd, data)
+            except BaseException:  # a disk that filled part-way (or a stop): none of it stays
+                try:  # noqa: SIM105 - contextlib would cost the hook an import
+                    posix.ftruncate(fd, size)
+                except OSError:
+                    pass
+                raise
+            if not size:  # the first line after the queue was empty: the lost-events record
+                self.reserve()
             return True
         finally:
             posix.close(fd)  # releases the lock
@@ -306,10 +449,14 @@ class Spool:
             return 0
 
     def _orphans(self) -> bool:
-        """In-flight files other than this process's own."""
+        """In-flight files other than this process's own (and the unreadable ones kept to be seen:
+        no flush takes them, so none is tried for them)."""
         try:
             mine = f"{posix.getpid()}."
-            return any(not name.startswith((mine, ".")) for name in posix.listdir(self.inflight))
+            return any(
+                not name.startswith((mine, ".")) and not name.endswith(UNREADABLE_SUFFIX)
+                for name in posix.listdir(self.inflight)
+            )
         except FileNotFoundError:
             return False
 
@@ -323,13 +470,32 @@ class Spool:
             return 0
 
     def _write_pos(self, pos: int) -> None:
-        tmp = f"{self._pos_path}.{posix.getpid()}"
-        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
+        """Overwrite the position in place, at a fixed width: it needs no new block of the disk,
+        so a full disk never stops a flush from committing (and the flush that empties the queue
+        is what frees the disk). Only a missing file is made, whole, then renamed."""
+        data = str(pos).encode().ljust(POS_WIDTH)
         try:
-            posix.write(fd, str(pos).encode())
-        finally:
-            posix.close(fd)
-        posix.replace(tmp, self._pos_path)
+            fd = posix.open(self._pos_path, posix.O_WRONLY)
+        except FileNotFoundError:
+            fd = -1
+        if fd >= 0:
+            try:
+                if posix.fstat(fd).st_size == POS_WIDTH:
+                    posix.pwrite(fd, data, 0)
+                    return
+            finally:
+                posix.close(fd)
+        tmp = f"{self._pos_path}.{posix.getpid()}"
+        try:
+            fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
+            try:
+                _write_all(fd, data)
+            finally:
+                posix.close(fd)
+            posix.replace(tmp, self._pos_path)
+        except BaseException:
+            self.release(tmp)
+            raise
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -340,7 +506,23 @@ class Spool:
         for line in chunk.split(b"\n"):
             if not line:
                 continue
-            parts = line.split(b" ", 2)
+            at = line.rfind(BODY_START)
+            if at > 0 and (
+                line.find(BODY_START) != at
+                or line.count(b" ", 0, at) != 1
+                or line.count(b"genie.", 0, at) != 1
+            ):
+                # Maybe a line glued to a partial one (a writer of an earlier version, cut short
+                # by a full disk, and the next append after it): the whole message at its end is
+                # sent, the partial one before it counts as damaged.
+                head = _whole_head(line[:at], line[at + 1 : at + 256])
+                if head is None or len(head) != at:
+                    malformed += 1
+                if head is None:
+                    continue
+                parts = [*head.split(b" "), line[at + 1 :]]
+            else:
+                parts = line.split(b" ", 2)
             if len(parts) != 3 or not parts[0].startswith(b"genie.") or not parts[2].startswith(b"{"):
                 malformed += 1
                 continue
@@ -351,7 +533,7 @@ class Spool:
         """The complete lines from `pos` (at least one if there is one), and where they end."""
         want = CHUNK_BYTES
         while True:
-            data = posix.pread(fd, want, pos)
+            data = posix.pread(fd, min(want, size - pos), pos)
             end = data.rfind(b"\n")
             if end >= 0:
                 return data[: end + 1], pos + end + 1
@@ -362,6 +544,10 @@ class Spool:
     def status(self) -> SpoolStatus:
         self.recover()
         st = SpoolStatus(self.path)
+        self.reserve()
+        st.lost, _, st.lost_at = self.lost()
+        self.prune_unreadable()
+        st.unreadable = len(self.unreadable())
         try:
             fd = posix.open(self.path, posix.O_RDONLY)
         except FileNotFoundError:
@@ -420,7 +606,12 @@ class Spool:
             except FileNotFoundError:
                 return 0, 0
             try:
+                # The size under the append lock, and nothing read past it: an append the disk
+                # stops part-way is cut back before the lock goes, so no byte of it is sent (and
+                # no position is committed inside what is cut back, then written over).
+                posix.lockf(fd, posix.F_LOCK, 0)
                 size = posix.fstat(fd).st_size
+                posix.lockf(fd, posix.F_ULOCK, 0)
                 pos = self._read_pos()
                 if pos > size:
                     pos = 0
@@ -442,6 +633,7 @@ class Spool:
                     if posix.fstat(fd).st_size == pos:
                         posix.ftruncate(fd, 0)
                         self._write_pos(0)
+                        self.reserve()  # the disk has room again, if it was full
             finally:
                 posix.close(fd)
         finally:
@@ -500,6 +692,40 @@ def _write_all(fd: int, data: bytes, at: int = -1) -> None:
         written = posix.write(fd, view) if at < 0 else posix.pwrite(fd, view, at)
         view = view[written:]
         at = at + written if at >= 0 else at
+
+
+def _whole_head(head: bytes, body: bytes) -> bytes | None:
+    """`SUBJECT ID` of the whole line that ends a glued one, whose body begins with `body`, from
+    the bytes before that body (`head`: the partial line, then the subject and the id); None
+    when they do not name one. The subject is the last `genie.` in `head` that holds the body's
+    agent as one of its tokens (the partial line may end in bytes a subject can hold)."""
+    before, _, msg_id = head.rpartition(b" ")
+    if not msg_id or b'"id":"' + msg_id + b'"' not in body:
+        return None
+    at = body.find(b'"agent":"') + 9
+    agent = body[at : body.find(b'"', at)] if at >= 9 else b""
+    starts = []
+    i = before.find(b"genie.")
+    while i >= 0:
+        starts.append(i)
+        i = before.find(b"genie.", i + 1)
+    for i in reversed(starts):
+        subject = before[i:]
+        if b" " not in subject and (b"." + agent + b".") in subject + b".":
+            return subject + b" " + msg_id
+    return None
+
+
+def _lost_record(count: int, reported: int, last: float) -> bytes:
+    return f"{count} {reported} {last:.3f}".encode().ljust(LOST_WIDTH - 1) + b"\n"
+
+
+def _parse_lost(data: bytes) -> tuple[int, int, float]:
+    parts = data.split()
+    try:
+        return int(parts[0]), int(parts[1]), float(parts[2])
+    except (IndexError, ValueError):
+        return 0, 0, 0.0
 
 
 def _makedirs(path: str) -> None:

@@ -39,6 +39,15 @@ STREAM_NAMES_API = "$JS.API.STREAM.NAMES"
 class BusError(Exception):
     """The bus could not be reached, refused us, or did not confirm in time."""
 
+    stream_missing = False
+
+
+class StreamMissing(BusError):
+    """No stream stored the messages, on a server where one captured genie.> before: they are not
+    sent (see Connection.publish's `stored`)."""
+
+    stream_missing = True
+
 
 class Connection:
     """One connected, authenticated client socket."""
@@ -208,7 +217,9 @@ class Connection:
         data, self._buf = self._buf[:n], self._buf[n:]
         return data
 
-    def publish(self, messages: Iterable[Message], stream: bool | None = None) -> bool | None:
+    def publish(
+        self, messages: Iterable[Message], stream: bool | None = None, stored: bool = False
+    ) -> bool | None:
         """Send `messages`; return once each is stored, or raise BusError.
 
         On a server with JetStream, stored means the stream's acknowledgement (a PubAck on the
@@ -221,9 +232,17 @@ class Connection:
         `stream` is what the caller knows of the bus: True (a stream captures genie.>: wait for
         its acks), False (none does: the PONG confirms), None (ask JetStream, in the same write).
         Returns what this call learned (True, False), or None when it learned nothing.
+
+        `stored`: a stream captured genie.> on this server before; only a stream's ack confirms,
+        and a server with no stream for them (JetStream's answer, a 503 "no responders", no
+        JetStream at all) raises StreamMissing: the messages stay with the caller.
         """
         batch = list(messages)
         headers = bool(self.info.get("headers", True))
+        if stored:
+            stream = stream or None
+            if not (headers and self.info.get("jetstream")) or self._acks_refused:
+                raise StreamMissing(f"{self.url.display()} {_STREAM_GONE}")
         acks = headers and bool(self.info.get("jetstream")) and not self._acks_refused and stream is not False
         parts = []
         if acks and not self._inbox:
@@ -251,7 +270,7 @@ class Connection:
         try:
             self._send(b"".join(parts))
             if acks:
-                return self._await_acks(len(batch))
+                return self._await_acks(len(batch), stored)
             self.confirm()
         except OSError as exc:
             raise BusError(f"{self.url.display()}: {self._server_said() or exc}") from None
@@ -278,9 +297,10 @@ class Connection:
             return ""
         return "refused: " + self._buf[at + 5 :].split(b"\r\n", 1)[0].decode(errors="replace")
 
-    def _await_acks(self, count: int) -> bool | None:
+    def _await_acks(self, count: int, stored: bool = False) -> bool | None:
         """Read until every message 0..count-1 has its PubAck or no-responders status, or JetStream
-        answered the question publish() asked that no stream captures them (the PONG confirms)."""
+        answered the question publish() asked that no stream captures them (the PONG confirms;
+        `stored`: StreamMissing is raised instead)."""
         waiting = set(range(count))
         ponged = False
         learned: bool | None = None
@@ -296,6 +316,8 @@ class Connection:
                 head, body = payload[:hdr_len], payload[hdr_len:]
                 if tag == b"s":
                     learned = _stream_found(head, body)
+                    if learned is False and stored:
+                        raise StreamMissing(f"{self.url.display()} {_STREAM_GONE}")
                     if learned is False:
                         waiting.clear()  # no stream will acknowledge: the PONG is the confirmation
                     continue
@@ -303,6 +325,8 @@ class Connection:
                 if index not in waiting:
                     continue
                 if head.startswith(b"NATS/1.0 503"):
+                    if stored:
+                        raise StreamMissing(f"{self.url.display()} {_STREAM_GONE}")
                     waiting.discard(index)  # no stream for this subject: core delivery is all there is
                     learned = False if learned is None else learned
                     continue
@@ -365,6 +389,12 @@ def connect(
     if on_error is not None:
         on_error(message)
     raise BusError(message)
+
+
+_STREAM_GONE = (
+    "has no stream for genie.> any more (one captured it before): the events stay spooled until one "
+    "does (`agentwatch up` or the collector makes it)"
+)
 
 
 def _stream_found(head: bytes, body: bytes) -> bool | None:
