@@ -149,22 +149,31 @@ async def test_poison_messages_in_the_middle_of_a_batch(nats_server: NatsServer,
     poison: list[Message] = [
         ("genie.tool.x.call", "p1", b'{"hello": "not an envelope"}'),
         ("genie.tool.x.call", "p2", b"\xff\xfe not even JSON"),
-        # Passes the cheap prefix check, but ClickHouse cannot parse it: found by bisecting.
+        # Starts as the emitter writes an envelope, but is no JSON: found before the insert.
         (
             "genie.tool.x.call",
             "p3",
             b'{"v":1,"id":"01POISON","timestamp":"2026-11-22T03:00:00.000Z","data":{]}',
         ),
+        # Valid JSON and a valid envelope to the contract, but ClickHouse refuses a field given
+        # twice: found by bisecting.
+        (
+            "genie.tool.x.call",
+            "p4",
+            b'{"v":1,"id":"01POISON2","timestamp":"2026-11-22T03:00:00.000Z","event":"PreToolUse",'
+            b'"kind":"tool_call","agent":"x","text":"a","text":"b"}',
+        ),
     ]
     await publish(nats_server.url, good[:500] + poison + good[500:])
     async with running_store(nats_server.url, ch) as writer:
         await wait_until(
-            lambda: writer.stats.stored + writer.stats.messages + writer.stats.dead_letters >= 1003
+            lambda: writer.stats.stored + writer.stats.messages + writer.stats.dead_letters >= 1004
         )
-    assert final_counts(ch) == (n_events, n_events, n_msgs, 3)
+    assert final_counts(ch) == (n_events, n_events, n_msgs, 4)
+    assert (writer.stats.stored, writer.stats.messages) == (n_events, n_msgs)
     rows = ch.query("SELECT subject || ':' || toString(stream_seq), reason FROM dead_letters").result_rows
     reasons = {str(key): str(reason) for key, reason in rows}
-    assert len(reasons) == 3
+    assert len(reasons) == 4
     text = " ".join(reasons.values())
     assert "not an agentwatch envelope" in text and "rejected by ClickHouse" in text
     bodies = {r[0] for r in ch.query("SELECT body FROM dead_letters").result_rows}

@@ -208,7 +208,12 @@ async def nak_all(msgs: list[Msg]) -> None:
     await _reply_all(msgs, b"-NAK")
 
 
-async def _reply_all(msgs: list[Msg], body: bytes) -> None:
+async def in_progress_all(msgs: list[Msg]) -> None:
+    """Tell JetStream `msgs` are still being worked on (one write): their ack wait starts again."""
+    await _reply_all([m for m in msgs if not m._ackd], b"+WPI", final=False)
+
+
+async def _reply_all(msgs: list[Msg], body: bytes, *, final: bool = True) -> None:
     if not msgs:
         return
     client: Any = msgs[0]._client
@@ -217,10 +222,11 @@ async def _reply_all(msgs: list[Msg], body: bytes) -> None:
     replies = [m.reply for m in msgs]
     if send is None or flush is None or not all(replies):
         for msg in msgs:
-            await (msg.nak() if body else msg.ack())
+            await (msg.ack() if not body else msg.nak() if final else msg.in_progress())
         return
     tail = f" {len(body)}\r\n{body.decode()}\r\n"
     await send("".join([f"PUB {reply}{tail}" for reply in replies]).encode())
     await flush()
-    for msg in msgs:
-        msg._ackd = True
+    if final:
+        for msg in msgs:
+            msg._ackd = True

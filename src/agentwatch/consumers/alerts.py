@@ -44,7 +44,7 @@ from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
 from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
 from agentwatch.consumers.sinks import Sinks
-from agentwatch.consumers.store import _batch_as_is, _raw_batch
+from agentwatch.consumers.store import _batch_as_is, _raw_batch, screen
 from agentwatch.contract import ALL_SUBJECTS, is_usage_subject
 from agentwatch.store import queries
 from agentwatch.store.writes import insert_alerts
@@ -177,14 +177,10 @@ class Watchdog:
             log.warning("alerts: could not read back from the stream (%s)", exc)
             return []
         out: list[Json] = []
-        for msg in msgs:
-            if is_usage_subject(msg.subject):
+        for msg, env in zip(msgs, screen(msgs).envs, strict=True):  # (times corrected as stored)
+            if env is None or is_usage_subject(msg.subject):
                 continue
-            try:
-                env = orjson.loads(msg.data)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(env, dict) and _epoch(env.get("timestamp")) >= since:
+            if _epoch(env.get("timestamp")) >= since:
                 out.append(env)
         return out
 
@@ -222,19 +218,20 @@ class Watchdog:
         failure burst) are published at once, not at the next tick."""
         if not self._rebuilt.is_set():
             await self._rebuilt.wait()
-        fired = self._rules(msgs)
+        fired = self._rules(screen(msgs).envs)
         await ack_all(msgs)
         if fired:
             await self.publish(fired)
 
-    def see(self, msgs: list[Msg]) -> None:
-        """A batch the store's subscriber fetched (the store acknowledges it once stored): into the
+    def see(self, msgs: list[Msg], envs: list[Json | None] | None = None) -> None:
+        """A batch the store's subscriber fetched (the store acknowledges it once stored), with its
+        envelopes as the store screened them (`envs`; screened here when not given): into the
         engine at once, or after the rebuild while it runs; what an event completed is published
         without waiting for the store's insert or the next tick."""
         if not self._rebuilt.is_set():
             self._early.append(msgs)
             return
-        fired = self._rules(msgs)
+        fired = self._rules(screen(msgs).envs if envs is None else envs)
         if fired:
             task = asyncio.create_task(self.publish(fired), name="agentwatch-alerts-publish")
             self._publishing.add(task)
@@ -249,17 +246,14 @@ class Watchdog:
                 seqs.append(int(msgs[0].metadata.sequence.stream))
         return min(seqs, default=2**63)
 
-    def _rules(self, msgs: list[Msg]) -> list[Json]:
-        """Every envelope of `msgs` through the rules; the alerts they fired."""
+    def _rules(self, envs: list[Json | None]) -> list[Json]:
+        """Every envelope of a batch (None: the store dead-letters it; nothing to watch) through
+        the rules; the alerts they fired."""
         fired: list[Json] = []
         now = time.time()
         take = self.engine.take
-        for msg in msgs:
-            try:
-                env = orjson.loads(msg.data)
-            except orjson.JSONDecodeError:
-                continue  # the store dead-letters it; nothing to watch
-            if isinstance(env, dict):
+        for env in envs:
+            if env is not None:
                 fired += take(env, now)
                 self.observed += 1
         return fired
