@@ -59,9 +59,11 @@ from agentwatch.store.usage import UsageRows, insert_usage, usage_rows
 from agentwatch.store.writes import (
     EVENTS_TABLE,
     MESSAGE_ENVELOPES_TABLE,
+    envelope_id,
     insert_batch,
     insert_dead_letters,
     refused_rows,
+    stored_ids,
 )
 
 if TYPE_CHECKING:
@@ -368,16 +370,46 @@ class StoreWriter:
                 else:
                     bodies[id(msg)] = fix  # type: ignore[assignment]  # (bytes: not a str)
                     good.append(msg)
+        known = await self._stored_already(good, bodies)
         await self._insert_all(good, bodies, dead)
-        # Counted once a message is stored, not per insert: a batch bisected around a message
-        # ClickHouse refused inserts (and skips, as stored already) its good rows again.
-        messages = sum(1 for m in good if m.subject.startswith(_MSG_PREFIX))
-        self.stats.stored += len(good) - messages
+        # Rows counted once, when their message is acknowledged as stored, and only those the
+        # store did not have before this batch: not per insert (an insert retried after it wrote,
+        # a batch bisected around a refused body, insert the same rows again, and ClickHouse's
+        # stored copy is one), nor a redelivery of what was stored already.
+        messages = events = 0
+        for msg in good:
+            if id(msg) not in known:
+                if msg.subject.startswith(_MSG_PREFIX):
+                    messages += 1
+                else:
+                    events += 1
+        self.stats.stored += events
         self.stats.messages += messages
         if dead:
             await self._dead_letter(dead)
         await ack_all(good + usage)
         await ack_all([m for m, _ in dead])
+
+    async def _stored_already(self, msgs: list[Msg], bodies: dict[int, bytes]) -> set[int]:
+        """The messages (by id()) that add no row: their envelope id is stored already (a
+        redelivery) or came earlier in `msgs`. None when ClickHouse cannot say now (the insert
+        waits for it anyway)."""
+
+        def find() -> set[int]:
+            ids = [envelope_id(bodies.get(id(m), m.data)) for m in msgs]
+            taken = stored_ids(self.client, ids)
+            again: set[int] = set()
+            for msg, key in zip(msgs, ids, strict=True):
+                if key in taken:
+                    again.add(id(msg))
+                elif key:
+                    taken.add(key)
+            return again
+
+        try:
+            return await asyncio.to_thread(find)
+        except Exception:
+            return set()
 
     async def _store_usage(
         self, msgs: list[Msg], dead: list[tuple[Msg, str]], others: Sequence[Msg] = ()

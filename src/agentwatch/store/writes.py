@@ -102,10 +102,7 @@ def new_only(
     sent late, another host's clock behind) is looked up in event_ids by its primary key, one
     query per batch."""
     ids = [envelope_id(b) for b in events], [envelope_id(b) for b in messages]
-    high = str(client.query("SELECT max(id) FROM event_ids").result_rows[0][0])
-    wanted = sorted({i for group in ids for i in group if i and i <= high})
-    seen = _stored(client, [i for i in wanted if _PLAIN_ID.fullmatch(i)], plain=True)
-    seen |= _stored(client, [i for i in wanted if not _PLAIN_ID.fullmatch(i)], plain=False)
+    seen = stored_ids(client, [i for group in ids for i in group])
     kept: tuple[list[bytes], list[bytes]] = ([], [])
     for bodies, group_ids, out in ((events, ids[0], kept[0]), (messages, ids[1], kept[1])):
         for body, key in zip(bodies, group_ids, strict=True):
@@ -115,6 +112,16 @@ def new_only(
                 seen.add(key)
             out.append(body)
     return kept
+
+
+def stored_ids(client: Client, ids: Sequence[str]) -> set[str]:
+    """Which of `ids` are in `event_ids` already (see new_only): those above the largest stored
+    are not, the rest are looked up by the primary key."""
+    high = str(client.query("SELECT max(id) FROM event_ids").result_rows[0][0])
+    wanted = sorted({i for i in ids if i and i <= high})
+    seen = _stored(client, [i for i in wanted if _PLAIN_ID.fullmatch(i)], plain=True)
+    seen |= _stored(client, [i for i in wanted if not _PLAIN_ID.fullmatch(i)], plain=False)
+    return seen
 
 
 # An id made of these characters only (every id the emitter makes: a ULID) goes into the query's
