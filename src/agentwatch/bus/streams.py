@@ -121,6 +121,24 @@ async def ensure_watchdog_consumer(js: JetStreamContext, environ: Mapping[str, s
         await js.add_consumer(STREAM_NAME, alerts_consumer_config(environ))
 
 
+async def restore_store_stream(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Recreate the GENIE stream and the store's durable where they are gone (deleted by hand, a
+    JetStream whose storage was reset): the store's pull requests are answered again, the same
+    subscription as before. Returns what was recreated (none when both were there)."""
+    made = []
+    try:
+        await js.stream_info(STREAM_NAME)
+    except NotFoundError:
+        await ensure_stream(js, environ)
+        made.append(f"the {STREAM_NAME} stream")
+    try:
+        await js.consumer_info(STREAM_NAME, STORE_DURABLE)
+    except NotFoundError:
+        await js.add_consumer(STREAM_NAME, store_consumer_config(environ))
+        made.append(f"the store's consumer {STORE_DURABLE}")
+    return made
+
+
 async def raise_ack_pending(js: JetStreamContext, durable: str = STORE_DURABLE) -> None:
     """A durable made with a lower MAX_ACK_PENDING (by an earlier version) gets the current one:
     the consumer is only created where it is missing, so its limit would otherwise stay."""

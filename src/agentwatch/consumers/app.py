@@ -31,6 +31,7 @@ from agentwatch.consumers.store import (
     advisory_router,
     insert_spacing,
     store_router,
+    watch_stream,
 )
 from agentwatch.store import client as clickhouse
 from agentwatch.store.migrations import apply_migrations
@@ -124,6 +125,9 @@ def build(
             await watchdog.start(broker)
         if status is not None and store:
             reporter.append(asyncio.create_task(_report(broker, writer, status)))
+        if store:
+            stream = lambda: broker.config.connection_state.stream  # noqa: E731
+            reporter.append(asyncio.create_task(watch_stream(stream, environ), name="agentwatch-stream"))
 
     @app.on_shutdown
     async def stopping() -> None:

@@ -568,6 +568,32 @@ async def _keep_in_progress(msgs: list[Msg]) -> None:
             await in_progress_all(msgs)
 
 
+# How often the store makes sure its stream and durable are there (two JetStream API requests).
+STREAM_CHECK_S = 2.0
+
+
+async def watch_stream(
+    js: Callable[[], Any], environ: Mapping[str, str], every: float = STREAM_CHECK_S
+) -> None:
+    """Every `every` seconds, recreate the GENIE stream and the store's durable where they are
+    gone (streams.restore_store_stream), with one line saying so: without them the store waits for
+    messages that never come, and the bus keeps nothing published meanwhile."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            made = await bus.restore_store_stream(js(), environ)
+        except Exception as exc:  # the bus away (the client reconnects), or another store was first
+            log.debug("could not check the stream: %s", exc)
+            continue
+        if made:
+            log.warning(
+                "%s had gone (deleted, or JetStream's storage reset): recreated; the bus kept "
+                "nothing published to %s while it was missing",
+                " and ".join(made),
+                ALL_SUBJECTS,
+            )
+
+
 def _more_waiting(msg: Msg) -> bool:
     """Whether the stream held more messages for the consumer when `msg` was delivered (the
     pending count JetStream puts in every delivery's reply subject)."""
