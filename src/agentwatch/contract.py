@@ -515,7 +515,7 @@ def _parse_seconds(text: str) -> float | None:
     from datetime import UTC, datetime
 
     text = text.strip()
-    if not text.isascii() or not 10 <= len(text) <= 40 or not text[:4].isdigit() or text[4] != "-":
+    if not (text.isascii() and 10 <= len(text) <= 40 and text[4] == text[7] == "-" and text[:4].isdigit()):
         return None  # (fromisoformat also takes week dates and the like: not envelope times)
     try:
         when = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)

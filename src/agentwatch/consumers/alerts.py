@@ -44,7 +44,7 @@ from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
 from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
 from agentwatch.consumers.sinks import Sinks
-from agentwatch.consumers.store import _batch_as_is, _raw_batch, screen
+from agentwatch.consumers.store import Fixes, _batch_as_is, _raw_batch, screen
 from agentwatch.contract import ALL_SUBJECTS, is_usage_subject
 from agentwatch.store import queries
 from agentwatch.store.writes import insert_alerts
@@ -177,11 +177,12 @@ class Watchdog:
             log.warning("alerts: could not read back from the stream (%s)", exc)
             return []
         out: list[Json] = []
-        for msg, env in zip(msgs, screen(msgs).envs, strict=True):  # (times corrected as stored)
-            if env is None or is_usage_subject(msg.subject):
-                continue
-            if _epoch(env.get("timestamp")) >= since:
+
+        def keep(msg: Msg, env: Json) -> None:  # (times corrected as the store stores them)
+            if not is_usage_subject(msg.subject) and _epoch(env.get("timestamp")) >= since:
                 out.append(env)
+
+        screen(msgs, each=keep)
         return out
 
     async def _poll_costs(self) -> None:
@@ -218,24 +219,25 @@ class Watchdog:
         failure burst) are published at once, not at the next tick."""
         if not self._rebuilt.is_set():
             await self._rebuilt.wait()
-        fired = self._rules(screen(msgs).envs)
+        fired, _ = self._rules(msgs)
         await ack_all(msgs)
         if fired:
             await self.publish(fired)
 
-    def see(self, msgs: list[Msg], envs: list[Json | None] | None = None) -> None:
-        """A batch the store's subscriber fetched (the store acknowledges it once stored), with its
-        envelopes as the store screened them (`envs`; screened here when not given): into the
+    def see(self, msgs: list[Msg]) -> Fixes:
+        """A batch the store's subscriber fetched (the store acknowledges it once stored): into the
         engine at once, or after the rebuild while it runs; what an event completed is published
-        without waiting for the store's insert or the next tick."""
+        without waiting for the store's insert or the next tick. Each body is parsed once for
+        both: returns what screening it found for the store (`screen`)."""
         if not self._rebuilt.is_set():
             self._early.append(msgs)
-            return
-        fired = self._rules(screen(msgs).envs if envs is None else envs)
+            return screen(msgs)
+        fired, fixes = self._rules(msgs)
         if fired:
             task = asyncio.create_task(self.publish(fired), name="agentwatch-alerts-publish")
             self._publishing.add(task)
             task.add_done_callback(self._publishing.discard)
+        return fixes
 
     def _first_early_seq(self) -> int:
         """The lowest stream sequence of the batches `see` holds for after the rebuild (a large
@@ -246,17 +248,23 @@ class Watchdog:
                 seqs.append(int(msgs[0].metadata.sequence.stream))
         return min(seqs, default=2**63)
 
-    def _rules(self, envs: list[Json | None]) -> list[Json]:
-        """Every envelope of a batch (None: the store dead-letters it; nothing to watch) through
-        the rules; the alerts they fired."""
+    def _rules(self, msgs: list[Msg]) -> tuple[list[Json], Fixes]:
+        """Every envelope of `msgs` through the rules, as the store stores it (`screen`: what is no
+        envelope the store dead-letters, nothing to watch): the alerts they fired, and what
+        screening found."""
         fired: list[Json] = []
         now = time.time()
         take = self.engine.take
-        for env in envs:
-            if env is not None:
-                fired += take(env, now)
-                self.observed += 1
-        return fired
+        observed = 0
+
+        def each(_msg: Msg, env: Json) -> None:
+            nonlocal observed
+            observed += 1
+            fired.extend(take(env, now))
+
+        fixes = screen(msgs, now, each)
+        self.observed += observed
+        return fired, fixes
 
     async def publish(self, changes: list[Json]) -> None:
         """On the bus (retried next tick while it fails), then in the table and to the sinks."""

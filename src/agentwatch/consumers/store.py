@@ -156,20 +156,19 @@ class Poison(Exception):
 Fixes = dict[int, bytes | str]
 
 
-@dataclass
-class Screened:
-    envs: list[dict[str, Any] | None]  # every message's envelope as corrected (None: not one)
-    fixes: Fixes
-
-
-def screen(msgs: Sequence[Msg], now: float | None = None) -> Screened:
+def screen(
+    msgs: Sequence[Msg],
+    now: float | None = None,
+    each: Callable[[Msg, dict[str, Any]], None] | None = None,
+) -> Fixes:
     """Every body of `msgs` parsed once and checked against the contract (check_envelope), so
     ClickHouse never sees one it would refuse: a body that is no envelope is found here with its
     reason, and one whose time or numbers are out of range is corrected (its values kept in its
-    `data`). The envelopes go to the watchdog as they will be stored. Usage records are checked on
-    their own path (store/usage.py)."""
+    `data`). `each` (the watchdog) is handed every envelope as it will be stored, as it is parsed:
+    a batch's decoded envelopes are never all held at once (holding them cost more than parsing
+    them). Usage records are checked on their own path (store/usage.py). Returns what the store
+    inserts or dead-letters instead of a body as it came."""
     now = time.time() if now is None else now
-    envs: list[dict[str, Any] | None] = []
     fixes: Fixes = {}
     loads = orjson.loads
     for msg in msgs:
@@ -177,17 +176,16 @@ def screen(msgs: Sequence[Msg], now: float | None = None) -> Screened:
         try:
             env = loads(body)
         except orjson.JSONDecodeError as exc:
-            envs.append(None)
             fixes[id(msg)] = f"not an agentwatch envelope: not JSON: {exc}"
             continue
         subject = msg.subject
         if subject.endswith(".usage") and is_usage_subject(subject):
-            envs.append(env if type(env) is dict else None)
+            if each is not None and type(env) is dict:
+                each(msg, env)
             continue
         try:
             checked = check_envelope(env, now)
         except EnvelopeError as exc:
-            envs.append(None)
             fixes[id(msg)] = f"not an agentwatch envelope: {exc}"
             continue
         if checked is not env:
@@ -197,8 +195,9 @@ def screen(msgs: Sequence[Msg], now: float | None = None) -> Screened:
             fixes[id(msg)] = _body(checked)
         elif not (body.startswith(_FAST_PREFIX) and body.endswith(b"}")):
             fixes[id(msg)] = _body(checked)  # not as the emitter writes it: written again
-        envs.append(checked)
-    return Screened(envs, fixes)
+        if each is not None:
+            each(msg, checked)
+    return fixes
 
 
 def _body(env: dict[str, Any]) -> bytes:
@@ -256,7 +255,7 @@ class StoreWriter:
         if not msgs:
             return
         if fixes is None:
-            fixes = screen(msgs).fixes
+            fixes = screen(msgs)
         self.stats.received += len(msgs)
         while self._held and self._held + len(msgs) > self.max_held:
             self._room.clear()
@@ -351,7 +350,7 @@ class StoreWriter:
         without an insert (ClickHouse would refuse the batch for them); ack all. What ClickHouse
         still refuses is found by bisecting (`_insert_all`)."""
         if fixes is None:
-            fixes = screen(msgs).fixes
+            fixes = screen(msgs)
         usage = [m for m in msgs if m.subject.endswith(".usage") and is_usage_subject(m.subject)]
         dead: list[tuple[Msg, str]] = []
         if usage:
@@ -660,12 +659,13 @@ async def _raw_batch(msg: Any) -> Any:
 def store_router(
     writer: StoreWriter,
     *,
-    watch: Callable[[list[Msg], list[dict[str, Any] | None]], None] | None = None,
+    watch: Callable[[list[Msg]], Fixes] | None = None,
     fetch_batch: int = FETCH_BATCH,
     fetch_timeout: float = STORE_FETCH_S,
 ) -> NatsRouter:
     """The store's FastStream subscriber: a durable JetStream pull consumer with manual acks. With
-    `watch` (the watchdog beside it), every fetched batch is shown to it before it is queued."""
+    `watch` (the watchdog beside it), every fetched batch is shown to it before it is queued, and
+    it returns what `screen` found."""
     from agentwatch.bus import fastpull
 
     fastpull.install()
@@ -686,13 +686,14 @@ def store_router(
     async def store_events(batch: Any) -> None:
         # The fetched nats-py messages themselves (see _batch_as_is). Not `msg: NatsMessage`:
         # FastStream resolves that annotation in a worker thread, a thread handoff per batch.
-        # Each body is parsed once, for both: the watchdog sees the envelopes as they are stored.
-        screened = screen(batch)
+        # Each body is parsed once, for both: the watchdog screens the batch (`screen`) and sees
+        # the envelopes as they are stored.
+        fixes = None
         if watch is not None:
             try:
-                watch(batch, screened.envs)
+                fixes = watch(batch)
             except Exception:  # the watchdog's fault must never keep an event from the store
                 log.exception("the watchdog failed on a batch; the store goes on")
-        await writer.submit(batch, screened.fixes)
+        await writer.submit(batch, screen(batch) if fixes is None else fixes)
 
     return router
