@@ -1,4 +1,4 @@
-"""What a reader takes as said (contract.check_envelope, and the store's `screen` that the store
+"""What a reader takes as said (envelope_check.check_envelope, and the store's `screen` that the store
 and the watchdog share): times outside 2000 .. a day ahead replaced by the arrival time, numbers
 outside their columns zeroed, the originals kept in `data`; the watchdog sees the corrected time."""
 
@@ -12,8 +12,9 @@ import pytest
 from nats.aio.msg import Msg
 
 from agentwatch.consumers.rules import Engine, parse_rules
-from agentwatch.consumers.store import screen
-from agentwatch.contract import CORRECTED_KEY, EnvelopeError, check_envelope, iso_utc
+from agentwatch.consumers.screen import screen
+from agentwatch.contract import EnvelopeError, iso_utc
+from agentwatch.envelope_check import CORRECTED_KEY, check_envelope
 from agentwatch.format import utc_seconds
 
 NOW = 1795316400.0  # 2026-11-22T03:00:00Z

@@ -30,6 +30,7 @@ in the same way (a test asserts both fast paths are active).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -211,6 +212,16 @@ async def nak_all(msgs: list[Msg]) -> None:
 async def in_progress_all(msgs: list[Msg]) -> None:
     """Tell JetStream `msgs` are still being worked on (one write): their ack wait starts again."""
     await _reply_all([m for m in msgs if not m._ackd], b"+WPI", final=False)
+
+
+async def keep_in_progress(msgs: list[Msg], every: float) -> None:
+    """Until cancelled, every `every` seconds, tell JetStream `msgs` are in progress (a batch
+    being written: a slow ClickHouse, a refused body to find), so it neither delivers them again
+    (to be stored or dead-lettered twice) nor counts them against max_deliver."""
+    while True:
+        await asyncio.sleep(every)
+        with contextlib.suppress(Exception):  # the bus away: redelivery is then fine
+            await in_progress_all(msgs)
 
 
 async def _reply_all(msgs: list[Msg], body: bytes, *, final: bool = True) -> None:

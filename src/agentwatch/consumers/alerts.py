@@ -43,8 +43,9 @@ from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
 from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
+from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.consumers.sinks import Sinks
-from agentwatch.consumers.store import Fixes, _batch_as_is, _raw_batch, screen
+from agentwatch.consumers.store import _batch_as_is, _raw_batch
 from agentwatch.contract import ALL_SUBJECTS, is_usage_subject
 from agentwatch.store import queries
 from agentwatch.store.writes import insert_alerts

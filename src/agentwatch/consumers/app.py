@@ -31,7 +31,6 @@ from agentwatch.consumers.store import (
     advisory_router,
     insert_spacing,
     store_router,
-    watch_stream,
 )
 from agentwatch.store import client as clickhouse
 from agentwatch.store.migrations import apply_migrations
@@ -118,16 +117,13 @@ def build(
         # and over (0.2 to 0.3 s of CPU per 100,000 events). Nearly everything is freed by its
         # reference count; a pass every 100,000 objects more still collects the rare cycles.
         gc.set_threshold(GC_THRESHOLD, 10, 10)
-        writer.start()
+        writer.start(lambda: broker.config.connection_state.stream, environ)
         if metrics is not None:
             metrics.attach(writer, lambda: consumer_info(broker), clickhouse_url)
         if watchdog is not None:
             await watchdog.start(broker)
         if status is not None and store:
             reporter.append(asyncio.create_task(_report(broker, writer, status)))
-        if store:
-            stream = lambda: broker.config.connection_state.stream  # noqa: E731
-            reporter.append(asyncio.create_task(watch_stream(stream, environ), name="agentwatch-stream"))
 
     @app.on_shutdown
     async def stopping() -> None:

@@ -14,10 +14,8 @@ Failure handling:
   without an insert; a time or number out of range is corrected, the values it came with kept in
   its `data`. So ClickHouse never sees what it would refuse a whole batch for.
 - What ClickHouse refuses all the same (a field given twice): found by one read of the batch into
-  a table that keeps nothing, else by bisecting; it goes to `dead_letters` with ClickHouse's reason
-  and is acknowledged, and the rest flows on. A batch that takes long to write is kept in progress
-  (+WPI every third of the ack wait), so it is not delivered again and dead-lettered twice; and a
-  message already in `dead_letters` is not written there again.
+  a table that keeps nothing, else by bisecting; dead-lettered (once) with ClickHouse's reason. A
+  batch slow to write is kept in progress (+WPI every third of the ack wait).
 - Redelivery after a crash: ReplacingMergeTree keyed by event id keeps one row (read with FINAL).
 
 Usage envelopes (genie.agent.{agent}.usage: token usage and cost-state records read from
@@ -31,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,14 +44,11 @@ from nats.aio.msg import Msg
 
 from agentwatch import config
 from agentwatch.bus import streams as bus
-from agentwatch.bus.fastpull import ack_all, in_progress_all, nak_all
+from agentwatch.bus.fastpull import ack_all, in_progress_all, keep_in_progress, nak_all
+from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.contract import (
     ALL_SUBJECTS,
-    CORRECTED_KEY,
     MESSAGE_SUBJECTS,
-    EnvelopeError,
-    check_envelope,
-    dumps,
     is_usage_subject,
 )
 from agentwatch.store.usage import UsageRows, insert_usage, usage_rows
@@ -71,7 +67,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentwatch.store")
 
-_FAST_PREFIX = b'{"v":1,"id":"'
 _MSG_PREFIX = MESSAGE_SUBJECTS[:-1]  # "genie.msg."
 # ClickHouse error codes that mean "this data", not "this server": parse and format errors (not
 # 75, 76 and 252, a file that cannot be written or opened and too many parts: the server's state,
@@ -150,69 +145,6 @@ class Poison(Exception):
     """One message that ClickHouse rejected on its own."""
 
 
-# What screening found in a batch, by id() of the message: the body to insert instead of the one
-# it came with (a corrected envelope, or one not written as the emitter writes it), or the reason
-# the message can never be stored (a str).
-Fixes = dict[int, bytes | str]
-
-
-def screen(
-    msgs: Sequence[Msg],
-    now: float | None = None,
-    each: Callable[[Msg, dict[str, Any]], None] | None = None,
-) -> Fixes:
-    """Every body of `msgs` parsed once and checked against the contract (check_envelope), so
-    ClickHouse never sees one it would refuse: a body that is no envelope is found here with its
-    reason, and one whose time or numbers are out of range is corrected (its values kept in its
-    `data`). `each` (the watchdog) is handed every envelope as it will be stored, as it is parsed:
-    a batch's decoded envelopes are never all held at once (holding them cost more than parsing
-    them). Usage records are checked on their own path (store/usage.py). Returns what the store
-    inserts or dead-letters instead of a body as it came."""
-    now = time.time() if now is None else now
-    fixes: Fixes = {}
-    loads = orjson.loads
-    for msg in msgs:
-        body = msg.data
-        try:
-            env = loads(body)
-        except orjson.JSONDecodeError as exc:
-            fixes[id(msg)] = f"not an agentwatch envelope: not JSON: {exc}"
-            continue
-        subject = msg.subject
-        if subject.endswith(".usage") and is_usage_subject(subject):
-            if each is not None and type(env) is dict:
-                each(msg, env)
-            continue
-        try:
-            checked = check_envelope(env, now)
-        except EnvelopeError as exc:
-            fixes[id(msg)] = f"not an agentwatch envelope: {exc}"
-            continue
-        if checked is not env:
-            data = checked.get("data")
-            if isinstance(data, dict) and "timestamp" in data.get(CORRECTED_KEY, ()):
-                checked = check_envelope(env, now, _arrived(msg, now))
-            fixes[id(msg)] = _body(checked)
-        elif not (body.startswith(_FAST_PREFIX) and body.endswith(b"}")):
-            fixes[id(msg)] = _body(checked)  # not as the emitter writes it: written again
-        if each is not None:
-            each(msg, checked)
-    return fixes
-
-
-def _body(env: dict[str, Any]) -> bytes:
-    """An envelope as the store inserts it (no subject: the contract derives it)."""
-    return dumps({k: v for k, v in env.items() if k != "subject"})
-
-
-def _arrived(msg: Msg, default: float) -> float:
-    """When the stream took `msg` (the same on every delivery), else `default`."""
-    try:
-        return float(msg.metadata.timestamp.timestamp())
-    except Exception:  # not a JetStream delivery (a test's own message)
-        return default
-
-
 class StoreWriter:
     """Gathers raw messages into ClickHouse inserts; acks after success; never loses a message."""
 
@@ -245,6 +177,7 @@ class StoreWriter:
         self._writing: list[Msg] = []
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
 
     # -- intake ------------------------------------------------------------------------------
 
@@ -270,14 +203,20 @@ class StoreWriter:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, stream: Callable[[], Any] | None = None, environ: Mapping[str, str] = os.environ) -> None:
+        """Write what is submitted; with `stream` (the JetStreamContext of the store's connection),
+        also recreate its stream and durable when they are gone (streams.watch_stream)."""
         self._task = asyncio.create_task(self._run(), name="agentwatch-store-writer")
+        if stream is not None:
+            self._watcher = asyncio.create_task(bus.watch_stream(stream, environ), name="agentwatch-stream")
 
     async def stop(self, timeout: float | None = None) -> bool:
         """Write and acknowledge what was queued, then end. After `timeout` seconds (ClickHouse
         away) what is still unwritten is handed back to JetStream (a nak: delivered again at
         once to the next store) and the writer ends. True when everything was written."""
         self._stopping = True
+        if self._watcher is not None:
+            self._watcher.cancel()
         self._queue.put_nowait(([], False, {}))  # wake the writer
         if self._task is None:
             return True
@@ -299,7 +238,9 @@ class StoreWriter:
             batch, fixes = await self._gather()
             if batch:
                 self._writing = batch
-                keeper = asyncio.create_task(_keep_in_progress(batch), name="agentwatch-store-in-progress")
+                keeper = asyncio.create_task(
+                    keep_in_progress(batch, bus.ack_wait() / 3), name="agentwatch-store-wpi"
+                )
                 try:
                     await self.write(batch, fixes)
                 except Exception as exc:  # never let the writer die: the messages stay unacked
@@ -345,10 +286,8 @@ class StoreWriter:
     # -- writing -----------------------------------------------------------------------------
 
     async def write(self, msgs: list[Msg], fixes: Fixes | None = None) -> None:
-        """Insert one batch, with what screening found (`screen`; run here when not given):
-        corrected bodies in place of their own, the messages that are no envelope dead-lettered
-        without an insert (ClickHouse would refuse the batch for them); ack all. What ClickHouse
-        still refuses is found by bisecting (`_insert_all`)."""
+        """Insert one batch with what `screen` found (run here when not given): corrected bodies
+        in place of their own, what is no envelope dead-lettered without an insert; ack all."""
         if fixes is None:
             fixes = screen(msgs)
         usage = [m for m in msgs if m.subject.endswith(".usage") and is_usage_subject(m.subject)]
@@ -371,10 +310,8 @@ class StoreWriter:
                     good.append(msg)
         known = await self._stored_already(good, bodies)
         await self._insert_all(good, bodies, dead)
-        # Rows counted once, when their message is acknowledged as stored, and only those the
-        # store did not have before this batch: not per insert (an insert retried after it wrote,
-        # a batch bisected around a refused body, insert the same rows again, and ClickHouse's
-        # stored copy is one), nor a redelivery of what was stored already.
+        # Rows counted once, as their message is acknowledged, if the store did not have them
+        # before: not per insert (a retry after a write, a bisected batch), nor a redelivery.
         messages = events = 0
         for msg in good:
             if id(msg) not in known:
@@ -554,43 +491,6 @@ class StoreWriter:
             for row in kept:
                 log.warning("dead letter: %s", row[3][:200])
             return
-
-
-async def _keep_in_progress(msgs: list[Msg]) -> None:
-    """While a batch is being written (a slow ClickHouse, a batch bisected around refused
-    bodies), tell JetStream every third of the ack wait that its messages are in progress, so it
-    neither delivers them again (to be dead-lettered twice) nor counts them against max_deliver."""
-    every = bus.ack_wait() / 3
-    while True:
-        await asyncio.sleep(every)
-        with contextlib.suppress(Exception):  # the bus away: redelivery is then fine
-            await in_progress_all(msgs)
-
-
-# How often the store makes sure its stream and durable are there (two JetStream API requests).
-STREAM_CHECK_S = 2.0
-
-
-async def watch_stream(
-    js: Callable[[], Any], environ: Mapping[str, str], every: float = STREAM_CHECK_S
-) -> None:
-    """Every `every` seconds, recreate the GENIE stream and the store's durable where they are
-    gone (streams.restore_store_stream), with one line saying so: without them the store waits for
-    messages that never come, and the bus keeps nothing published meanwhile."""
-    while True:
-        await asyncio.sleep(every)
-        try:
-            made = await bus.restore_store_stream(js(), environ)
-        except Exception as exc:  # the bus away (the client reconnects), or another store was first
-            log.debug("could not check the stream: %s", exc)
-            continue
-        if made:
-            log.warning(
-                "%s had gone (deleted, or JetStream's storage reset): recreated; the bus kept "
-                "nothing published to %s while it was missing",
-                " and ".join(made),
-                ALL_SUBJECTS,
-            )
 
 
 def _more_waiting(msg: Msg) -> bool:
