@@ -456,7 +456,13 @@ def decode_envelope(body: bytes | str) -> Json:
         env = loads(body.decode("utf-8") if isinstance(body, bytes) else body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise EnvelopeError(f"not JSON: {exc}") from None
-    if not isinstance(env, dict):
+    check_shape(env)
+    return env  # type: ignore[no-any-return]  # (a dict: check_shape says so)
+
+
+def check_shape(env: object) -> None:
+    """Raise EnvelopeError unless `env` is an object with the required fields of an envelope."""
+    if type(env) is not dict:
         raise EnvelopeError(f"not a JSON object but {type(env).__name__}")
     missing = [f for f in _REQUIRED if f not in env]
     if missing:
@@ -466,7 +472,6 @@ def decode_envelope(body: bytes | str) -> Json:
     for f in ("id", "event", "kind", "agent", "timestamp"):
         if not isinstance(env[f], str) or not env[f]:
             raise EnvelopeError(f"field {f!r} must be a non-empty string")
-    return env
 
 
 # --- from hook stdin to outgoing messages -----------------------------------------------------

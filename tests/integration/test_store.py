@@ -137,8 +137,11 @@ async def test_same_message_delivered_twice_is_one_row(nats_server: NatsServer, 
     # Without message ids JetStream keeps both copies: the store sees every envelope twice.
     await publish(nats_server.url, messages + messages, msg_ids=False)
     async with running_store(nats_server.url, ch) as writer:
-        await wait_until(lambda: writer.stats.stored + writer.stats.messages >= 2 * len(messages))
+        await wait_until(lambda: writer.stats.received >= 2 * len(messages) and writer.backlog == 0)
+        await wait_until(lambda: writer.stats.stored + writer.stats.messages >= len(messages))
+        await asyncio.sleep(0.5)
     assert final_counts(ch) == (n_events, n_events, n_msgs, 0)
+    assert (writer.stats.stored, writer.stats.messages) == (n_events, n_msgs), "each row counted once"
     tool_rows = ch.query("SELECT count(), uniqExact(session_id, tool_use_id) FROM tool_calls").result_rows[0]
     assert tool_rows[0] == tool_rows[1], "the tool_calls view never counts a redelivery twice"
 
@@ -149,22 +152,31 @@ async def test_poison_messages_in_the_middle_of_a_batch(nats_server: NatsServer,
     poison: list[Message] = [
         ("genie.tool.x.call", "p1", b'{"hello": "not an envelope"}'),
         ("genie.tool.x.call", "p2", b"\xff\xfe not even JSON"),
-        # Passes the cheap prefix check, but ClickHouse cannot parse it: found by bisecting.
+        # Starts as the emitter writes an envelope, but is no JSON: found before the insert.
         (
             "genie.tool.x.call",
             "p3",
             b'{"v":1,"id":"01POISON","timestamp":"2026-11-22T03:00:00.000Z","data":{]}',
         ),
+        # Valid JSON and a valid envelope to the contract, but ClickHouse refuses a field given
+        # twice: found by bisecting.
+        (
+            "genie.tool.x.call",
+            "p4",
+            b'{"v":1,"id":"01POISON2","timestamp":"2026-11-22T03:00:00.000Z","event":"PreToolUse",'
+            b'"kind":"tool_call","agent":"x","text":"a","text":"b"}',
+        ),
     ]
     await publish(nats_server.url, good[:500] + poison + good[500:])
     async with running_store(nats_server.url, ch) as writer:
         await wait_until(
-            lambda: writer.stats.stored + writer.stats.messages + writer.stats.dead_letters >= 1003
+            lambda: writer.stats.stored + writer.stats.messages + writer.stats.dead_letters >= 1004
         )
-    assert final_counts(ch) == (n_events, n_events, n_msgs, 3)
+    assert final_counts(ch) == (n_events, n_events, n_msgs, 4)
+    assert (writer.stats.stored, writer.stats.messages) == (n_events, n_msgs)
     rows = ch.query("SELECT subject || ':' || toString(stream_seq), reason FROM dead_letters").result_rows
     reasons = {str(key): str(reason) for key, reason in rows}
-    assert len(reasons) == 3
+    assert len(reasons) == 4
     text = " ".join(reasons.values())
     assert "not an agentwatch envelope" in text and "rejected by ClickHouse" in text
     bodies = {r[0] for r in ch.query("SELECT body FROM dead_letters").result_rows}
@@ -193,6 +205,33 @@ async def test_clickhouse_failing_for_a_while_then_recovering(nats_server: NatsS
     _, ack_pending, redelivered = await consumer_state(nats_server.url)
     assert ack_pending == 0
     assert redelivered == 0, "held in progress while ClickHouse was down: nothing went back to the stream"
+
+
+async def test_an_insert_retried_after_it_wrote_counts_its_rows_once(
+    nats_server: NatsServer, ch: Client
+) -> None:
+    """The status line's stored count: an insert that wrote its rows and then failed (a reply
+    lost after ClickHouse took them), retried, counts them once; so does a batch published
+    twice."""
+    messages = envelopes(1000)
+    n_events, n_msgs = split_counts(messages)
+    failed: list[int] = []
+
+    def wrote_then_failed(client: Client, events: list[bytes], msgs: list[bytes]) -> None:
+        insert_batch(client, events, msgs)
+        if not failed:
+            failed.append(len(events))
+            raise ConnectionError("Code: 209. DB::NetException: Timeout exceeded while reading (injected)")
+
+    await publish(nats_server.url, messages)
+    await publish(nats_server.url, messages, msg_ids=False)
+    async with running_store(nats_server.url, ch, insert=wrote_then_failed, retry_max_seconds=0.2) as writer:
+        await wait_until(lambda: writer.stats.received >= 2 * len(messages) and writer.backlog == 0)
+        await wait_until(lambda: writer.stats.stored + writer.stats.messages >= len(messages))
+        await asyncio.sleep(0.5)
+        assert writer.stats.insert_failures == 1 and failed
+    assert final_counts(ch) == (n_events, n_events, n_msgs, 0)
+    assert (writer.stats.stored, writer.stats.messages) == (n_events, n_msgs)
 
 
 # --- as a user runs it ------------------------------------------------------------------------

@@ -30,6 +30,7 @@ in the same way (a test asserts both fast paths are active).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -208,7 +209,22 @@ async def nak_all(msgs: list[Msg]) -> None:
     await _reply_all(msgs, b"-NAK")
 
 
-async def _reply_all(msgs: list[Msg], body: bytes) -> None:
+async def in_progress_all(msgs: list[Msg]) -> None:
+    """Tell JetStream `msgs` are still being worked on (one write): their ack wait starts again."""
+    await _reply_all([m for m in msgs if not m._ackd], b"+WPI", final=False)
+
+
+async def keep_in_progress(msgs: list[Msg], every: float) -> None:
+    """Until cancelled, every `every` seconds, tell JetStream `msgs` are in progress (a batch
+    being written: a slow ClickHouse, a refused body to find), so it neither delivers them again
+    (to be stored or dead-lettered twice) nor counts them against max_deliver."""
+    while True:
+        await asyncio.sleep(every)
+        with contextlib.suppress(Exception):  # the bus away: redelivery is then fine
+            await in_progress_all(msgs)
+
+
+async def _reply_all(msgs: list[Msg], body: bytes, *, final: bool = True) -> None:
     if not msgs:
         return
     client: Any = msgs[0]._client
@@ -217,10 +233,11 @@ async def _reply_all(msgs: list[Msg], body: bytes) -> None:
     replies = [m.reply for m in msgs]
     if send is None or flush is None or not all(replies):
         for msg in msgs:
-            await (msg.nak() if body else msg.ack())
+            await (msg.ack() if not body else msg.nak() if final else msg.in_progress())
         return
     tail = f" {len(body)}\r\n{body.decode()}\r\n"
     await send("".join([f"PUB {reply}{tail}" for reply in replies]).encode())
     await flush()
-    for msg in msgs:
-        msg._ackd = True
+    if final:
+        for msg in msgs:
+            msg._ackd = True

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
 from nats.aio.msg import Msg
@@ -18,6 +19,8 @@ from nats.js.errors import NotFoundError
 
 from agentwatch import config
 from agentwatch.contract import ALL_SUBJECTS
+
+log = logging.getLogger("agentwatch.store")
 
 STREAM_NAME = "GENIE"
 STORE_DURABLE = "agentwatch-store"
@@ -119,6 +122,50 @@ async def ensure_watchdog_consumer(js: JetStreamContext, environ: Mapping[str, s
         await js.consumer_info(STREAM_NAME, ALERTS_DURABLE)
     except NotFoundError:
         await js.add_consumer(STREAM_NAME, alerts_consumer_config(environ))
+
+
+async def restore_store_stream(js: JetStreamContext, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Recreate the GENIE stream and the store's durable where they are gone (deleted by hand, a
+    JetStream whose storage was reset): the store's pull requests are answered again, the same
+    subscription as before. Returns what was recreated (none when both were there)."""
+    made = []
+    try:
+        await js.stream_info(STREAM_NAME)
+    except NotFoundError:
+        await ensure_stream(js, environ)
+        made.append(f"the {STREAM_NAME} stream")
+    try:
+        await js.consumer_info(STREAM_NAME, STORE_DURABLE)
+    except NotFoundError:
+        await js.add_consumer(STREAM_NAME, store_consumer_config(environ))
+        made.append(f"the store's consumer {STORE_DURABLE}")
+    return made
+
+
+# How often the store makes sure its stream and durable are there (two JetStream API requests).
+STREAM_CHECK_S = 2.0
+
+
+async def watch_stream(
+    js: Callable[[], JetStreamContext], environ: Mapping[str, str], every: float = STREAM_CHECK_S
+) -> None:
+    """Every `every` seconds, recreate the GENIE stream and the store's durable where they are
+    gone (streams.restore_store_stream), with one line saying so: without them the store waits for
+    messages that never come, and the bus keeps nothing published meanwhile."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            made = await restore_store_stream(js(), environ)
+        except Exception as exc:  # the bus away (the client reconnects), or another store was first
+            log.debug("could not check the stream: %s", exc)
+            continue
+        if made:
+            log.warning(
+                "%s had gone (deleted, or JetStream's storage reset): recreated; the bus kept "
+                "nothing published to %s while it was missing",
+                " and ".join(made),
+                ALL_SUBJECTS,
+            )
 
 
 async def raise_ack_pending(js: JetStreamContext, durable: str = STORE_DURABLE) -> None:

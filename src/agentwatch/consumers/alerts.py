@@ -43,6 +43,7 @@ from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
 from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
+from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.consumers.sinks import Sinks
 from agentwatch.consumers.store import _batch_as_is, _raw_batch
 from agentwatch.contract import ALL_SUBJECTS, is_usage_subject
@@ -177,15 +178,12 @@ class Watchdog:
             log.warning("alerts: could not read back from the stream (%s)", exc)
             return []
         out: list[Json] = []
-        for msg in msgs:
-            if is_usage_subject(msg.subject):
-                continue
-            try:
-                env = orjson.loads(msg.data)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(env, dict) and _epoch(env.get("timestamp")) >= since:
+
+        def keep(msg: Msg, env: Json) -> None:  # (times corrected as the store stores them)
+            if not is_usage_subject(msg.subject) and _epoch(env.get("timestamp")) >= since:
                 out.append(env)
+
+        screen(msgs, each=keep)
         return out
 
     async def _poll_costs(self) -> None:
@@ -222,23 +220,25 @@ class Watchdog:
         failure burst) are published at once, not at the next tick."""
         if not self._rebuilt.is_set():
             await self._rebuilt.wait()
-        fired = self._rules(msgs)
+        fired, _ = self._rules(msgs)
         await ack_all(msgs)
         if fired:
             await self.publish(fired)
 
-    def see(self, msgs: list[Msg]) -> None:
+    def see(self, msgs: list[Msg]) -> Fixes:
         """A batch the store's subscriber fetched (the store acknowledges it once stored): into the
         engine at once, or after the rebuild while it runs; what an event completed is published
-        without waiting for the store's insert or the next tick."""
+        without waiting for the store's insert or the next tick. Each body is parsed once for
+        both: returns what screening it found for the store (`screen`)."""
         if not self._rebuilt.is_set():
             self._early.append(msgs)
-            return
-        fired = self._rules(msgs)
+            return screen(msgs)
+        fired, fixes = self._rules(msgs)
         if fired:
             task = asyncio.create_task(self.publish(fired), name="agentwatch-alerts-publish")
             self._publishing.add(task)
             task.add_done_callback(self._publishing.discard)
+        return fixes
 
     def _first_early_seq(self) -> int:
         """The lowest stream sequence of the batches `see` holds for after the rebuild (a large
@@ -249,20 +249,23 @@ class Watchdog:
                 seqs.append(int(msgs[0].metadata.sequence.stream))
         return min(seqs, default=2**63)
 
-    def _rules(self, msgs: list[Msg]) -> list[Json]:
-        """Every envelope of `msgs` through the rules; the alerts they fired."""
+    def _rules(self, msgs: list[Msg]) -> tuple[list[Json], Fixes]:
+        """Every envelope of `msgs` through the rules, as the store stores it (`screen`: what is no
+        envelope the store dead-letters, nothing to watch): the alerts they fired, and what
+        screening found."""
         fired: list[Json] = []
         now = time.time()
         take = self.engine.take
-        for msg in msgs:
-            try:
-                env = orjson.loads(msg.data)
-            except orjson.JSONDecodeError:
-                continue  # the store dead-letters it; nothing to watch
-            if isinstance(env, dict):
-                fired += take(env, now)
-                self.observed += 1
-        return fired
+        observed = 0
+
+        def each(_msg: Msg, env: Json) -> None:
+            nonlocal observed
+            observed += 1
+            fired.extend(take(env, now))
+
+        fixes = screen(msgs, now, each)
+        self.observed += observed
+        return fired, fixes
 
     async def publish(self, changes: list[Json]) -> None:
         """On the bus (retried next tick while it fails), then in the table and to the sinks."""

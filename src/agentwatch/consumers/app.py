@@ -117,7 +117,7 @@ def build(
         # and over (0.2 to 0.3 s of CPU per 100,000 events). Nearly everything is freed by its
         # reference count; a pass every 100,000 objects more still collects the rare cycles.
         gc.set_threshold(GC_THRESHOLD, 10, 10)
-        writer.start()
+        writer.start(lambda: broker.config.connection_state.stream, environ)
         if metrics is not None:
             metrics.attach(writer, lambda: consumer_info(broker), clickhouse_url)
         if watchdog is not None:

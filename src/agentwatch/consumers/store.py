@@ -9,9 +9,13 @@ per-event decoding in Python on the normal path.
 Failure handling:
 - ClickHouse unavailable: the batch is kept, retried with exponential backoff, and its messages are
   marked in progress so JetStream does not redeliver them elsewhere meanwhile.
-- A message ClickHouse cannot parse: the batch is bisected until the culprit is alone; it goes to
-  `dead_letters` with ClickHouse's reason and is acknowledged, and the rest flows on.
-- A body that is not an agentwatch envelope: dead-lettered with the reason, without an insert.
+- Every body is parsed once (for the watchdog too) and checked against the contract before the
+  insert (`screen`): a body that is not an agentwatch envelope is dead-lettered with the reason,
+  without an insert; a time or number out of range is corrected, the values it came with kept in
+  its `data`. So ClickHouse never sees what it would refuse a whole batch for.
+- What ClickHouse refuses all the same (a field given twice): found by one read of the batch into
+  a table that keeps nothing, else by bisecting; dead-lettered (once) with ClickHouse's reason. A
+  batch slow to write is kept in progress (+WPI every third of the ack wait).
 - Redelivery after a crash: ReplacingMergeTree keyed by event id keeps one row (read with FINAL).
 
 Usage envelopes (genie.agent.{agent}.usage: token usage and cost-state records read from
@@ -25,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,28 +44,36 @@ from nats.aio.msg import Msg
 
 from agentwatch import config
 from agentwatch.bus import streams as bus
-from agentwatch.bus.fastpull import ack_all, nak_all
+from agentwatch.bus.fastpull import ack_all, in_progress_all, keep_in_progress, nak_all
+from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.contract import (
     ALL_SUBJECTS,
     MESSAGE_SUBJECTS,
-    EnvelopeError,
-    decode_envelope,
-    dumps,
     is_usage_subject,
 )
 from agentwatch.store.usage import UsageRows, insert_usage, usage_rows
-from agentwatch.store.writes import insert_batch, insert_dead_letters
+from agentwatch.store.writes import (
+    EVENTS_TABLE,
+    MESSAGE_ENVELOPES_TABLE,
+    envelope_id,
+    insert_batch,
+    insert_dead_letters,
+    refused_rows,
+    stored_ids,
+)
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
 
 log = logging.getLogger("agentwatch.store")
 
-_FAST_PREFIX = b'{"v":1,"id":"'
 _MSG_PREFIX = MESSAGE_SUBJECTS[:-1]  # "genie.msg."
-# ClickHouse error codes that mean "this data", not "this server": parse and format errors.
+# ClickHouse error codes that mean "this data", not "this server": parse and format errors (not
+# 75, 76 and 252, a file that cannot be written or opened and too many parts: the server's state,
+# which a retry outlives; CANNOT_PARSE_BOOL, 467, and VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE, 321, are
+# the data's).
 _DATA_ERROR_CODES = frozenset(
-    {6, 25, 26, 27, 32, 33, 38, 41, 53, 62, 69, 70, 72, 73, 75, 76, 117, 130, 131, 134, 135, 252, 349, 488}
+    {6, 25, 26, 27, 32, 33, 38, 41, 53, 62, 69, 70, 72, 73, 117, 130, 131, 134, 135, 321, 349, 467, 488}
 )
 # Messages the store's pull subscriber asks for at a time.
 FETCH_BATCH = 5000
@@ -158,43 +171,53 @@ class StoreWriter:
         self._insert_usage = insert_usage_rows
         self._retry_max = retry_max_seconds
         # Fetched batches, each with whether its fetch left more waiting (bounded by `max_held`).
-        self._queue: asyncio.Queue[tuple[list[Msg], bool]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[list[Msg], bool, Fixes]] = asyncio.Queue()
         self._held = 0  # messages submitted and not yet acknowledged (or given up on)
         self._room = asyncio.Event()
         self._writing: list[Msg] = []
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
 
     # -- intake ------------------------------------------------------------------------------
 
-    async def submit(self, msgs: Sequence[Msg]) -> None:
-        """Queue a fetched batch; waits while the writer holds `max_held` messages (bounded
-        memory, and the consumer's ack-pending count stays below its limit)."""
+    async def submit(self, msgs: Sequence[Msg], fixes: Fixes | None = None) -> None:
+        """Queue a fetched batch with what screening found in it (`screen`, run here when not
+        given); waits while the writer holds `max_held` messages (bounded memory, and the
+        consumer's ack-pending count stays below its limit)."""
         if not msgs:
             return
+        if fixes is None:
+            fixes = screen(msgs)
         self.stats.received += len(msgs)
         while self._held and self._held + len(msgs) > self.max_held:
             self._room.clear()
             await self._room.wait()
         self._held += len(msgs)
-        self._queue.put_nowait((list(msgs), _more_waiting(msgs[-1])))
+        self._queue.put_nowait((list(msgs), _more_waiting(msgs[-1]), fixes))
 
     @property
     def backlog(self) -> int:
         waiting: Any = self._queue._queue  # type: ignore[attr-defined]
-        return sum(len(b) for b, _ in waiting)
+        return sum(len(b) for b, _, _ in waiting)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, stream: Callable[[], Any] | None = None, environ: Mapping[str, str] = os.environ) -> None:
+        """Write what is submitted; with `stream` (the JetStreamContext of the store's connection),
+        also recreate its stream and durable when they are gone (streams.watch_stream)."""
         self._task = asyncio.create_task(self._run(), name="agentwatch-store-writer")
+        if stream is not None:
+            self._watcher = asyncio.create_task(bus.watch_stream(stream, environ), name="agentwatch-stream")
 
     async def stop(self, timeout: float | None = None) -> bool:
         """Write and acknowledge what was queued, then end. After `timeout` seconds (ClickHouse
         away) what is still unwritten is handed back to JetStream (a nak: delivered again at
         once to the next store) and the writer ends. True when everything was written."""
         self._stopping = True
-        self._queue.put_nowait(([], False))  # wake the writer
+        if self._watcher is not None:
+            self._watcher.cancel()
+        self._queue.put_nowait(([], False, {}))  # wake the writer
         if self._task is None:
             return True
         try:
@@ -203,7 +226,7 @@ class StoreWriter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            left = [*self._writing, *(m for batch, _ in self._queue._queue for m in batch)]  # type: ignore[attr-defined]
+            left = [*self._writing, *(m for batch, _, _ in self._queue._queue for m in batch)]  # type: ignore[attr-defined]
             log.warning("store stopped with %d messages unwritten; JetStream delivers them again", len(left))
             with contextlib.suppress(Exception):  # the bus away too: redelivered after the ack wait
                 await nak_all(left)
@@ -212,75 +235,117 @@ class StoreWriter:
 
     async def _run(self) -> None:
         while True:
-            batch = await self._gather()
+            batch, fixes = await self._gather()
             if batch:
                 self._writing = batch
+                keeper = asyncio.create_task(
+                    keep_in_progress(batch, bus.ack_wait() / 3), name="agentwatch-store-wpi"
+                )
                 try:
-                    await self.write(batch)
+                    await self.write(batch, fixes)
                 except Exception as exc:  # never let the writer die: the messages stay unacked
                     log.exception("store batch failed; its messages will be redelivered")
                     self.stats.last_error = str(exc)[:300]
+                finally:
+                    keeper.cancel()
                 self._writing = []
                 self._held -= len(batch)
                 self._room.set()
             if self._stopping and self._queue.empty():
                 return
 
-    async def _gather(self) -> list[Msg]:
+    async def _gather(self) -> tuple[list[Msg], Fixes]:
         """The next batch: what is queued, and while the last fetch left more waiting in the
         stream (a backlog), what the next fetches bring, up to `batch_rows` and `flush_seconds`;
         under a steady flow, until `spacing_seconds` after the last batch began."""
-        first, more = await self._queue.get()
+        first, more, fixes = await self._queue.get()
         batch = list(first)
+        fixes = dict(fixes)
         now = time.monotonic()
         deadline = now + self.flush_seconds
         spaced = self._last_insert + self.spacing_seconds
         while len(batch) < self.batch_rows:
             if not self._queue.empty():
-                msgs, more = self._queue.get_nowait()
+                msgs, more, found = self._queue.get_nowait()
                 batch.extend(msgs)
+                fixes.update(found)
                 continue
             until = deadline if more else spaced
             left = until - time.monotonic()
             if left <= 0 or self._stopping:
                 break
             try:
-                msgs, more = await asyncio.wait_for(self._queue.get(), left)
+                msgs, more, found = await asyncio.wait_for(self._queue.get(), left)
             except TimeoutError:
                 break
             batch.extend(msgs)
+            fixes.update(found)
         self._last_insert = time.monotonic()
-        return batch
+        return batch, fixes
 
     # -- writing -----------------------------------------------------------------------------
 
-    async def write(self, msgs: list[Msg]) -> None:
-        """Insert one batch (bisecting around bad messages), dead-letter the bad ones, ack all."""
+    async def write(self, msgs: list[Msg], fixes: Fixes | None = None) -> None:
+        """Insert one batch with what `screen` found (run here when not given): corrected bodies
+        in place of their own, what is no envelope dead-lettered without an insert; ack all."""
+        if fixes is None:
+            fixes = screen(msgs)
         usage = [m for m in msgs if m.subject.endswith(".usage") and is_usage_subject(m.subject)]
         dead: list[tuple[Msg, str]] = []
         if usage:
             msgs = [m for m in msgs if not (m.subject.endswith(".usage") and is_usage_subject(m.subject))]
             usage = await self._store_usage(usage, dead, others=msgs)
-        good = [m for m in msgs if (b := m.data).startswith(_FAST_PREFIX) and b.endswith(b"}")]
         bodies: dict[int, bytes] = {}
-        if len(good) < len(msgs):  # some bodies are not envelopes as the emitter writes them
-            plain = set(map(id, good))
+        good = list(msgs)
+        if fixes:
+            good = []
             for msg in msgs:
-                if id(msg) in plain:
-                    continue
-                try:
-                    env = decode_envelope(msg.data)
-                except EnvelopeError as exc:
-                    dead.append((msg, f"not an agentwatch envelope: {exc}"))
-                    continue
-                env.pop("subject", None)
-                bodies[id(msg)] = dumps(env)
-                good.append(msg)
+                fix = fixes.get(id(msg))
+                if fix is None:
+                    good.append(msg)
+                elif type(fix) is str:
+                    dead.append((msg, fix))
+                else:
+                    bodies[id(msg)] = fix  # type: ignore[assignment]  # (bytes: not a str)
+                    good.append(msg)
+        known = await self._stored_already(good, bodies)
         await self._insert_all(good, bodies, dead)
+        # Rows counted once, as their message is acknowledged, if the store did not have them
+        # before: not per insert (a retry after a write, a bisected batch), nor a redelivery.
+        messages = events = 0
+        for msg in good:
+            if id(msg) not in known:
+                if msg.subject.startswith(_MSG_PREFIX):
+                    messages += 1
+                else:
+                    events += 1
+        self.stats.stored += events
+        self.stats.messages += messages
         if dead:
             await self._dead_letter(dead)
         await ack_all(good + usage)
         await ack_all([m for m, _ in dead])
+
+    async def _stored_already(self, msgs: list[Msg], bodies: dict[int, bytes]) -> set[int]:
+        """The messages (by id()) that add no row: their envelope id is stored already (a
+        redelivery) or came earlier in `msgs`. None when ClickHouse cannot say now (the insert
+        waits for it anyway)."""
+
+        def find() -> set[int]:
+            ids = [envelope_id(bodies.get(id(m), m.data)) for m in msgs]
+            taken = stored_ids(self.client, ids)
+            again: set[int] = set()
+            for msg, key in zip(msgs, ids, strict=True):
+                if key in taken:
+                    again.add(id(msg))
+                elif key:
+                    taken.add(key)
+            return again
+
+        try:
+            return await asyncio.to_thread(find)
+        except Exception:
+            return set()
 
     async def _store_usage(
         self, msgs: list[Msg], dead: list[tuple[Msg, str]], others: Sequence[Msg] = ()
@@ -316,18 +381,45 @@ class StoreWriter:
         """Insert `msgs`; messages ClickHouse rejects move from `msgs` to `dead`."""
         if not msgs:
             return
-        pending = [msgs]
+        pending: list[tuple[list[Msg], bool]] = [(msgs, False)]  # (part, read row by row already)
         while pending:
-            part = pending.pop()
+            part, read = pending.pop()
             try:
                 await self._insert_retrying(part, bodies)
             except Poison as exc:
                 if len(part) == 1:
                     dead.append((part[0], f"rejected by ClickHouse: {exc}"))
                     msgs.remove(part[0])
-                else:
+                    continue
+                refused = [] if read else await self._refused(part, bodies)
+                if refused:
+                    for msg, reason in refused:
+                        dead.append((msg, f"rejected by ClickHouse: {reason}"))
+                        msgs.remove(msg)
+                    gone = {id(m) for m, _ in refused}
+                    pending.append(([m for m in part if id(m) not in gone], True))
+                else:  # refused by what ClickHouse does with rows it read (a view, say)
                     half = len(part) // 2
-                    pending.extend((part[half:], part[:half]))
+                    pending.extend(((part[half:], True), (part[:half], True)))
+
+    async def _refused(self, part: list[Msg], bodies: dict[int, bytes]) -> list[tuple[Msg, str]]:
+        """The messages of `part` ClickHouse cannot read, with its reasons (refused_rows: one
+        read of the part into a table that keeps nothing); none when it names no row."""
+        found: list[tuple[Msg, str]] = []
+        for table, group in (
+            (EVENTS_TABLE, [m for m in part if not m.subject.startswith(_MSG_PREFIX)]),
+            (MESSAGE_ENVELOPES_TABLE, [m for m in part if m.subject.startswith(_MSG_PREFIX)]),
+        ):
+            if not group:
+                continue
+            try:
+                rows = await asyncio.to_thread(
+                    refused_rows, self.client, table, [bodies.get(id(m), m.data) for m in group]
+                )
+            except Exception:  # no row named (or ClickHouse away): bisecting finds them
+                return []
+            found += [(group[at], _reason(Exception(text))) for at, text in rows]
+        return found
 
     async def _insert_retrying(self, msgs: list[Msg], bodies: dict[int, bytes]) -> None:
         if bodies:
@@ -358,8 +450,6 @@ class StoreWriter:
                 delay = min(delay * 2, self._retry_max)
                 continue
             self.stats.batches += 1
-            self.stats.stored += len(events)
-            self.stats.messages += len(messages)
             self.stats.last_error = ""
             log.debug("stored %d events, %d messages in %.0f ms", len(events), len(messages),
                       (time.monotonic() - started) * 1000)  # fmt: skip
@@ -369,11 +459,8 @@ class StoreWriter:
         """Wait, keeping JetStream from redelivering `msgs` elsewhere (in-progress acks)."""
         end = time.monotonic() + seconds
         while True:
-            for msg in msgs:
-                try:
-                    await msg.in_progress()
-                except Exception:  # noqa: S112 - the bus may be away too; redelivery is then fine
-                    continue
+            with contextlib.suppress(Exception):  # the bus may be away too; redelivery is then fine
+                await in_progress_all(msgs)
             left = end - time.monotonic()
             if left <= 0:
                 return
@@ -393,15 +480,15 @@ class StoreWriter:
         delay = 0.25
         while True:
             try:
-                await asyncio.to_thread(insert_dead_letters, self.client, rows)
+                kept = await asyncio.to_thread(insert_dead_letters, self.client, rows)
             except Exception as exc:
                 self.stats.insert_failures += 1
                 self.stats.last_error = _reason(exc)[:300]
                 await self._hold(list(hold), delay)
                 delay = min(delay * 2, self._retry_max)
                 continue
-            self.stats.dead_letters += len(rows)
-            for row in rows:
+            self.stats.dead_letters += len(kept)
+            for row in kept:
                 log.warning("dead letter: %s", row[3][:200])
             return
 
@@ -472,12 +559,13 @@ async def _raw_batch(msg: Any) -> Any:
 def store_router(
     writer: StoreWriter,
     *,
-    watch: Callable[[list[Msg]], None] | None = None,
+    watch: Callable[[list[Msg]], Fixes] | None = None,
     fetch_batch: int = FETCH_BATCH,
     fetch_timeout: float = STORE_FETCH_S,
 ) -> NatsRouter:
     """The store's FastStream subscriber: a durable JetStream pull consumer with manual acks. With
-    `watch` (the watchdog beside it), every fetched batch is shown to it before it is queued."""
+    `watch` (the watchdog beside it), every fetched batch is shown to it before it is queued, and
+    it returns what `screen` found."""
     from agentwatch.bus import fastpull
 
     fastpull.install()
@@ -498,11 +586,14 @@ def store_router(
     async def store_events(batch: Any) -> None:
         # The fetched nats-py messages themselves (see _batch_as_is). Not `msg: NatsMessage`:
         # FastStream resolves that annotation in a worker thread, a thread handoff per batch.
+        # Each body is parsed once, for both: the watchdog screens the batch (`screen`) and sees
+        # the envelopes as they are stored.
+        fixes = None
         if watch is not None:
             try:
-                watch(batch)
+                fixes = watch(batch)
             except Exception:  # the watchdog's fault must never keep an event from the store
                 log.exception("the watchdog failed on a batch; the store goes on")
-        await writer.submit(batch)
+        await writer.submit(batch, screen(batch) if fixes is None else fixes)
 
     return router

@@ -102,10 +102,7 @@ def new_only(
     sent late, another host's clock behind) is looked up in event_ids by its primary key, one
     query per batch."""
     ids = [envelope_id(b) for b in events], [envelope_id(b) for b in messages]
-    high = str(client.query("SELECT max(id) FROM event_ids").result_rows[0][0])
-    wanted = sorted({i for group in ids for i in group if i and i <= high})
-    seen = _stored(client, [i for i in wanted if _PLAIN_ID.fullmatch(i)], plain=True)
-    seen |= _stored(client, [i for i in wanted if not _PLAIN_ID.fullmatch(i)], plain=False)
+    seen = stored_ids(client, [i for group in ids for i in group])
     kept: tuple[list[bytes], list[bytes]] = ([], [])
     for bodies, group_ids, out in ((events, ids[0], kept[0]), (messages, ids[1], kept[1])):
         for body, key in zip(bodies, group_ids, strict=True):
@@ -115,6 +112,16 @@ def new_only(
                 seen.add(key)
             out.append(body)
     return kept
+
+
+def stored_ids(client: Client, ids: Sequence[str]) -> set[str]:
+    """Which of `ids` are in `event_ids` already (see new_only): those above the largest stored
+    are not, the rest are looked up by the primary key."""
+    high = str(client.query("SELECT max(id) FROM event_ids").result_rows[0][0])
+    wanted = sorted({i for i in ids if i and i <= high})
+    seen = _stored(client, [i for i in wanted if _PLAIN_ID.fullmatch(i)], plain=True)
+    seen |= _stored(client, [i for i in wanted if not _PLAIN_ID.fullmatch(i)], plain=False)
+    return seen
 
 
 # An id made of these characters only (every id the emitter makes: a ULID) goes into the query's
@@ -173,14 +180,57 @@ def insert_new(client: Client, events: Sequence[bytes], messages: Sequence[bytes
     return len(events), len(messages)
 
 
+# ClickHouse's "(at row N)" in an error reading a block: the row it could not read.
+_AT_ROW = re.compile(r"\(at row (\d+)\)")
+
+
+def refused_rows(client: Client, table: str, bodies: Sequence[bytes]) -> list[tuple[int, str]]:
+    """The rows of `bodies` ClickHouse cannot read into `table`'s columns, with its reasons:
+    read into a table that keeps nothing (the `null` table function with `table`'s columns, so
+    nothing is written and no view runs), resuming after each row it names: one read of the
+    batch in all, however many it refuses. Raises what ClickHouse raised when an error names no
+    row (the caller bisects instead)."""
+    rows = client.query(
+        "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
+        "ORDER BY position",
+        parameters={"t": table},
+    ).result_rows
+    structure = ", ".join(f"`{name}` {kind}" for name, kind in rows).replace("\\", "\\\\").replace("'", "\\'")
+    target = f"FUNCTION null('{structure}')"
+    found: list[tuple[int, str]] = []
+    start = 0
+    while start < len(bodies):
+        try:
+            client.raw_insert(
+                target, insert_block=b"\n".join(bodies[start:]), fmt="JSONEachRow", settings=INSERT_SETTINGS
+            )
+        except Exception as exc:
+            match = _AT_ROW.search(str(exc))
+            at = start + int(match.group(1)) - 1 if match else -1
+            if not start <= at < len(bodies):
+                raise
+            found.append((at, str(exc)))
+            start = at + 1
+            continue
+        break
+    return found
+
+
 DEAD_LETTER_COLUMNS: tuple[str, ...] = ("subject", "stream_seq", "deliveries", "reason", "body")
 _DEAD_LETTER_TYPES: tuple[str, ...] = ("String", "UInt64", "UInt32", "String", "String")
 
 
-def insert_dead_letters(client: Client, rows: Sequence[tuple[str, int, int, str, bytes]]) -> None:
-    """Keep messages that can never be stored: (subject, stream_seq, deliveries, reason, body)."""
+DeadLetter = tuple[str, int, int, str, bytes]
+
+
+def insert_dead_letters(client: Client, rows: Sequence[DeadLetter]) -> list[DeadLetter]:
+    """Keep messages that can never be stored: (subject, stream_seq, deliveries, reason, body).
+    Each message once: a row whose message (its stream sequence, subject and body) is kept
+    already, a redelivery of one dead-lettered before its acknowledgement was lost, is left out.
+    Returns the rows written."""
+    rows = _not_dead_yet(client, rows)
     if not rows:
-        return
+        return []
     subjects, seqs, deliveries, reasons, bodies = zip(*rows, strict=True)
     client.insert(
         DEAD_LETTERS_TABLE,
@@ -195,6 +245,26 @@ def insert_dead_letters(client: Client, rows: Sequence[tuple[str, int, int, str,
         column_type_names=list(_DEAD_LETTER_TYPES),
         column_oriented=True,
     )
+    return rows
+
+
+def _not_dead_yet(client: Client, rows: Sequence[DeadLetter]) -> list[DeadLetter]:
+    """`rows` without the messages `dead_letters` has already, each message once. A message
+    without a stream sequence (0: not from JetStream) is always new."""
+    seqs = sorted({row[1] for row in rows if row[1] > 0})
+    kept: set[tuple[int, str, str]] = set()
+    sql = "SELECT stream_seq, subject, body FROM dead_letters WHERE stream_seq IN {seqs:Array(UInt64)}"
+    for at in range(0, len(seqs), _LOOKUP_CHUNK):
+        found = client.query(sql, parameters={"seqs": seqs[at : at + _LOOKUP_CHUNK]})
+        kept.update((int(seq), str(subject), str(body)) for seq, subject, body in found.result_rows)
+    out: list[DeadLetter] = []
+    for row in rows:
+        key = (row[1], row[0], row[4].decode("utf-8", "replace"))
+        if row[1] > 0 and key in kept:
+            continue
+        kept.add(key)
+        out.append(row)
+    return out
 
 
 ALERTS_TABLE = "alerts"
