@@ -167,9 +167,17 @@ _FLAG_WORDS = ("password", "passwd", "token", "secret", "api-key", "apikey", "ac
 _LINE_WORDS = ("password", "passwd", "passphrase", "secret", "token", "key", "authorization", "credential",
                "credentials", "auth", "pass", "pwd")  # fmt: skip
 _MIDDLE_WORDS = ("secret_", "password_", "passwd_", "token_")
-# The value of a `name: value` line: quoted, or one word after an optional scheme (`token ghp_...`).
+# The value of a `name: value` line: one word after an optional scheme (`token ghp_...`), or quoted
+# after a space up to the end of the line (`grep \"password:\" x`, `rg \"key: \" x` hold no value).
 _LINE_VALUE = r"(?:(?:token|bearer|basic|bot|apikey|api-key|key|digest|sso-key)[ \t]+)?"
-_LINE_WORD = r"('(?:[^'\"\\])*'|\\\"(?:[^\"\\]|\\[^\"])*?\\\"|[^\s\"\\']+)"
+_LINE_END = r"(?=[ \t]*(?:\\[nr]|\"|$))"
+_LINE_WORD = (
+    r"((?<=[ \t])'(?:[^'\"\\])*'"
+    + _LINE_END
+    + r"|(?<=[ \t])\\\"(?:[^\"\\]|\\[^\"])*?\\\""
+    + _LINE_END
+    + r"|[^\s\"\\']+)"
+)
 # Text of one shell command before a flag: no JSON quote, no line break, no pipe or `;` or `&`.
 _SAME_COMMAND = r"(?:[^\"\\|;&]|\\[^n]){0,300}?"
 

@@ -432,6 +432,9 @@ BENIGN: dict[str, Json] = {
         "git push -u origin main && pg_dump --password-file /run/secrets/db && "
         "gh auth login --with-token < t.txt"
     ),
+    "searching-for-secret-words": bash(
+        'grep -rn "password:" config/ && rg -l "api_key: " src && echo "token:" "done" && grep -c key: f'
+    ),
     "ordinary-ids-and-paths": bash_output(
         "git log -1 --format='%H %s' && cat /proc/sys/kernel/random/uuid",
         "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3 Fix the token refresh\n"
