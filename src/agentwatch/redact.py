@@ -166,7 +166,6 @@ def _curl_user(text: str, low: str) -> bool:
 _FLAG_WORDS = ("password", "passwd", "token", "secret", "api-key", "apikey", "access-key")
 _LINE_WORDS = ("password", "passwd", "passphrase", "secret", "token", "key", "authorization", "credential",
                "credentials", "auth", "pass", "pwd")  # fmt: skip
-_MIDDLE_WORDS = ("secret_", "password_", "passwd_", "token_")
 # The value of a `name: value` line: one word after an optional scheme (`token ghp_...`), or quoted
 # after a space up to the end of the line (`grep \"password:\" x`, `rg \"key: \" x` hold no value).
 _LINE_VALUE = r"(?:(?:token|bearer|basic|bot|apikey|api-key|key|digest|sso-key)[ \t]+)?"
@@ -181,12 +180,40 @@ _LINE_WORD = (
 # Text of one shell command before a flag: no JSON quote, no line break, no pipe or `;` or `&`.
 _SAME_COMMAND = r"(?:[^\"\\|;&]|\\[^n]){0,300}?"
 
-_ASSIGN = tuple(
-    f"{w}{sep}" for w in ("key", "token", "secret", "password", "passwd", "pwd") for sep in ("=", " =")
-)
 _KEYQ = ("key", "token", "secret", "password", "passwd", "passphrase", "cookie", "authorization",
          "credential", "credentials", "auth", "pass", "pwd")  # fmt: skip
-_JSON_KEY_TRIGGER = tuple(f'{w}"' for w in _KEYQ) + tuple(f'{w}\\"' for w in _KEYQ)
+# The words the rules' start finders look for, by the word each begins with: one pass over the text
+# finds every occurrence of the first (password, passwd and passphrase begin with pass).
+_FAMILIES = {
+    "key": ("key",), "token": ("token",), "secret": ("secret",), "pwd": ("pwd",), "cookie": ("cookie",),
+    "pass": ("pass", "passwd", "password", "passphrase"), "auth": ("auth", "authorization"),
+    "credential": ("credential", "credentials"),
+}  # fmt: skip
+
+# Above this many characters, the word rules' triggers read where the words end (_ends: one scan
+# of the text per word family, shared with the rules' start finders) instead of one scan per
+# needle; below it, `in` is cheaper than loading `re`.
+_LARGE = 32768
+
+
+def _followed(words: tuple[str, ...], *afters: str) -> Callable[[str, str], bool]:
+    """Trigger: one of `words` followed by one of `afters` in the lower-cased text."""
+    needles = tuple(w + a for w in words for a in afters)
+    # Each word's family word it ends with (api-key: key): where that one is followed by an
+    # `after`, perhaps the word is; where it is not, the word is not.
+    known = tuple(w for family in _FAMILIES.values() for w in family)
+    ends = tuple({max((k for k in known if w.endswith(k)), key=len, default=w) for w in words})
+
+    def triggered(text: str, low: str) -> bool:
+        if len(text) < _LARGE or not all(e in known for e in ends):
+            return any(n in low for n in needles)
+        return any(low.startswith(a, e) for e in _ends(text, ends) for a in afters)
+
+    return triggered
+
+
+_FLAG_TRIGGER = _followed(_FLAG_WORDS, "=", " ", "\t")
+_MIDDLE_TRIGGER = _followed(("secret", "password", "passwd", "token"), "_")
 
 # (name, trigger, pattern, replacement). A rule whose trigger is false cannot match, and is
 # skipped without compiling anything. Order matters: specific token formats first, so that the
@@ -269,7 +296,7 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
     ),
     (
         "password_flag",
-        lambda text, low: "--" in text and any(w + c in low for w in _FLAG_WORDS for c in "= \t"),
+        lambda text, low: "--" in text and _FLAG_TRIGGER(text, low),
         # --password X, --db-password=X, --token X; not --password-file X, nor a next flag.
         r"(?i)(--[A-Za-z0-9\-]*(?:password|passwd|token|secret|api-?key|access-key)(?:=|[ \t]+))(?!-)"
         + _VALUE,
@@ -302,7 +329,7 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
     ),
     (
         "json_key",
-        _any(*_JSON_KEY_TRIGGER),
+        _followed(_KEYQ, '"', '\\"'),
         # "key": "value" in the payload itself, or \"key\": \"value\" inside a string (a file
         # or a command's output that is itself JSON).
         r'(?i)(?:("' + _JSON_KEY + r'"\s*:\s*")((?:[^"\\]|\\.)*)(")'
@@ -311,27 +338,27 @@ _RULES: tuple[tuple[str, Callable[[str, str], bool], str, str | Callable[[re.Mat
     ),
     (
         "assignment",
-        _any(*_ASSIGN),
+        _followed(("key", "token", "secret", "password", "passwd", "pwd"), "=", " ="),
         r"(?i)(\b[A-Za-z0-9_]*(?:_key|_token|_secret|_pwd|password|passwd|secret|token|apikey))"
         r"(\s*=\s*)('(?:[^'\"\\]|\\[^\"])*'|'(?:[^'\"\\]|\\[^\"])+|\\\"(?:[^\"\\]|\\[^\"])*?\\\"|[^\s\"\\'&;|,)}]+)",
         _assignment,
     ),
     (
         "secret_name",
-        lambda text, low: "=" in text and any(w in low for w in _MIDDLE_WORDS),
+        lambda text, low: "=" in text and _MIDDLE_TRIGGER(text, low),
         r"(?i)(\b[A-Za-z0-9_]*(?:secret|password|passwd|token)_[A-Za-z0-9_]+)(\s*=\s*)"
         r"('(?:[^'\"\\]|\\[^\"])*'|'(?:[^'\"\\]|\\[^\"])+|\\\"(?:[^\"\\]|\\[^\"])*?\\\"|[^\s\"\\'&;|,)}]+)",
         _secret_name,
     ),
     (
         "cookie",
-        _any("cookie:"),
+        _followed(("cookie",), ":"),
         r"(?i)((?<![" + _NAME_CHARS + r"])(?:set-)?cookie:[ \t]*)([^\"'\\]+)",
         _line_value("cookie"),
     ),
     (
         "secret_line",
-        _any(*(f"{w}:" for w in _LINE_WORDS)),
+        _followed(_LINE_WORDS, ":"),
         # YAML `password: x`, `api_key: x`, an HTTP header `X-Api-Key: x` or `Authorization: token x`,
         # at the start of a line.
         r"(?i)((?<![" + _NAME_CHARS + r"])" + _LINE_KEY + r":[ \t]*" + _LINE_VALUE + r")" + _LINE_WORD,
@@ -375,15 +402,6 @@ def _run_start(rev: str, end: int, run: re.Pattern[str]) -> int:
     (a match on the reversed text, at C speed, where a loop back over the text would not be)."""
     match = run.match(rev, len(rev) - end)
     return end - (match.end() - match.start()) if match else end
-
-
-# The words the rules' start finders look for, by the word each begins with: one pass over the text
-# finds every occurrence of the first (password, passwd and passphrase begin with pass).
-_FAMILIES = {
-    "key": ("key",), "token": ("token",), "secret": ("secret",), "pwd": ("pwd",), "cookie": ("cookie",),
-    "pass": ("pass", "passwd", "password", "passphrase"), "auth": ("auth", "authorization"),
-    "credential": ("credential", "credentials"),
-}  # fmt: skip
 
 
 def _found(text: str, needle: str, cased: bool = False) -> list[int]:
