@@ -199,15 +199,18 @@ _LARGE = 32768
 def _followed(words: tuple[str, ...], *afters: str) -> Callable[[str, str], bool]:
     """Trigger: one of `words` followed by one of `afters` in the lower-cased text."""
     needles = tuple(w + a for w in words for a in afters)
-    # Each word's family word it ends with (api-key: key): where that one is followed by an
-    # `after`, perhaps the word is; where it is not, the word is not.
-    known = tuple(w for family in _FAMILIES.values() for w in family)
-    ends = tuple({max((k for k in known if w.endswith(k)), key=len, default=w) for w in words})
+    ends: list[tuple[str, ...]] = []  # worked out on the first large text, not at import
 
     def triggered(text: str, low: str) -> bool:
-        if len(text) < _LARGE or not all(e in known for e in ends):
+        if len(text) >= _LARGE and not ends:
+            # Each word's family word it ends with (api-key: key): where that one is followed by
+            # an `after`, perhaps the word is; where it is not, the word is not.
+            known = tuple(w for family in _FAMILIES.values() for w in family)
+            found = {max((k for k in known if w.endswith(k)), key=len, default="") for w in words}
+            ends.append(() if "" in found else tuple(found))
+        if len(text) < _LARGE or not ends[0]:
             return any(n in low for n in needles)
-        return any(low.startswith(a, e) for e in _ends(text, ends) for a in afters)
+        return any(low.startswith(a, e) for e in _ends(text, ends[0]) for a in afters)
 
     return triggered
 
