@@ -366,9 +366,10 @@ def test_the_store_and_its_watchdog_run_on_the_store_user_without_a_violation(
         AGENTWATCH_NATS_URL=user_url("store", port),
         AGENTWATCH_METRICS_ADDR="off",
         AGENTWATCH_OTLP_ADDR="off",
-        # JetStream gives up on a message after one delivery left unacknowledged for 8 s.
+        # JetStream gives up on a message after one delivery left unacknowledged for 20 s: the
+        # store must be subscribed to the advisory by then (it is core NATS, kept nowhere).
         AGENTWATCH_MAX_DELIVER="1",
-        AGENTWATCH_ACK_WAIT_SECONDS="8",
+        AGENTWATCH_ACK_WAIT_SECONDS="20",
     )
     sql_env = clean_env(
         AGENTWATCH_DATA_DIR=str(tmp_path / "sql"), AGENTWATCH_NATS_URL=user_url("dashboard", port)
@@ -380,20 +381,22 @@ def test_the_store_and_its_watchdog_run_on_the_store_user_without_a_violation(
     messages = envelopes(50)
     hook_publish(user_url("hook", port), messages)
     # Five delivered and never acknowledged: the watchdog beside the store reads them back when it
-    # starts (a message get, an ephemeral consumer), and JetStream gives up on them 8 s after their
+    # starts (a message get, an ephemeral consumer), and JetStream gives up on them 20 s after their
     # delivery: the store reads each back by its sequence and dead-letters it with its body.
     lost = asyncio.run(_store_durable_with_unacked(port, env, 5))
     assert lost == [1, 2, 3, 4, 5]
+    taken = time.monotonic()
     store = Service(["store"], env)
     try:
         store.wait_ready(60)
+        assert time.monotonic() - taken < 15, "the store started too late to hear JetStream give up"
         for event in ("SessionStart", "UserPromptSubmit", "Stop"):  # the real hook, as the hook user
             payload = {"hook_event_name": event, "session_id": "deploy-perms", "cwd": "/repo", "prompt": "go"}
             assert run_emit(json.dumps(payload).encode(), hook_env).returncode == 0
         assert hook_settled(hook_env["AGENTWATCH_DATA_DIR"], 20)
         stored = "SELECT (SELECT count() FROM events FINAL) + (SELECT count() FROM messages FINAL) AS n"
         wait_rows(sql_env, stored, len(messages) - len(lost) + 3, timeout=60)
-        wait_rows(sql_env, "SELECT count() AS n FROM dead_letters", len(lost), timeout=60)
+        wait_rows(sql_env, "SELECT count() AS n FROM dead_letters", len(lost), timeout=90)
         letters = sql_rows(sql_env, "SELECT subject, stream_seq, body FROM dead_letters ORDER BY stream_seq")
         assert [(r["stream_seq"], r["subject"], r["body"]) for r in letters] == [
             (seq, subject, body.decode()) for seq, (subject, _, body) in zip(lost, messages, strict=False)
