@@ -266,7 +266,22 @@ def listen_address(environ: Mapping[str, str], name: str, default: str) -> tuple
 
 
 def is_loopback(host: str) -> bool:
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """Whether `host` can only be this machine's loopback: `localhost`, or an IP literal in
+    127.0.0.0/8 or ::1 (brackets allowed). A host name that only starts with `127.`
+    (`127.evil.example`) is a name anyone's DNS may answer for: not loopback."""
+    name = host.strip()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name.lower() == "localhost":
+        return True
+    import ipaddress  # off the hook's path: only listeners ask
+
+    try:
+        ip = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return (mapped or ip).is_loopback
 
 
 # --- URLs ---------------------------------------------------------------------------------------

@@ -189,5 +189,9 @@ def test_claude_codes_telemetry_lands_in_the_store(tmp_path: Path) -> None:
 def test_beyond_loopback_the_receiver_needs_a_token() -> None:
     with pytest.raises(ValueError, match="beyond loopback: set AGENTWATCH_OTLP_TOKEN"):
         OtlpReceiver("0.0.0.0", 4318, "chdb:///nowhere")
+    # A host name that starts like a loopback address is a name (its DNS may answer anything).
+    with pytest.raises(ValueError, match="beyond loopback: set AGENTWATCH_OTLP_TOKEN"):
+        OtlpReceiver("127.evil.example", 4318, "chdb:///nowhere")
+    assert OtlpReceiver("127.0.0.9", 4318, "chdb:///nowhere").host == "127.0.0.9"
     assert OtlpReceiver("0.0.0.0", 4318, "chdb:///nowhere", token="t").host  # noqa: S106 == "0.0.0.0"
     assert OtlpReceiver.from_settings({"AGENTWATCH_OTLP_ADDR": "off"}, "chdb:///nowhere") is None

@@ -1,6 +1,10 @@
 """The bus and store passwords never appear in any output: every command and the dashboard's screen,
 with `nats://user:S3cretPw@...` and `http://user:S3cretPw@...` URLs, on a bus that is down and on one
-that is up and requires that password. Logs the commands write in the data dir are searched too."""
+that is up and requires that password. Logs the commands write in the data dir are searched too.
+
+And the secrets agents handle never reach the bus or the store: every sample of the redactor's
+tests (tests/unit/test_redact.py) through the real hook, a real nats-server with the GENIE stream and
+the real store: neither a message on the bus nor a stored row holds any of them."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import contextlib
 import json
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,8 +21,10 @@ from textual.worker import WorkerCancelled
 
 from agentwatch.cli.sources import dashboard_sources
 from agentwatch.tui.app import AgentwatchApp
-from tests.conftest import clean_env, free_port, run_cli, run_emit, tool
-from tests.services import NatsServer, make_stream
+from tests.conftest import clean_env, free_port, hook_settled, run_cli, run_emit, tool
+from tests.integration.test_store import Service, sql_rows, wait_rows
+from tests.services import Collector, NatsServer, make_stream
+from tests.unit.test_redact import SAMPLES, SESSION, SHAPES, bash
 
 SECRET = "S3cretPw"  # noqa: S105 - the test bus's password, searched for in every output
 AUTH = f"authorization {{ user: agent, password: {SECRET} }}"
@@ -154,3 +160,58 @@ async def test_the_dashboard_never_shows_the_password(up: bool, auth_bus: NatsSe
     assert connected == up, status
     assert "agent:***@127.0.0.1" in screen or "agent:***@127.0.0.1" in status, status
     no_secret("the dashboard's screen", screen)
+
+
+def test_no_secret_of_the_samples_reaches_the_bus_or_the_store(
+    nats_server: NatsServer, collector_for: Callable[[str], Collector], tmp_path: Path
+) -> None:
+    payloads = [sample.payload for sample in SAMPLES.values()]
+    payloads += [bash(command) for command, _ in SHAPES.values()]
+    secrets = sorted(
+        {s for sample in SAMPLES.values() for s in sample.secrets} | {s for _, s in SHAPES.values()}
+    )
+    for secret in secrets:
+        assert any(secret in json.dumps(p) for p in payloads), secret
+    watcher = collector_for(nats_server.url)
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "store"),
+        AGENTWATCH_NATS_URL=nats_server.url,
+        AGENTWATCH_METRICS_ADDR="off",
+        AGENTWATCH_OTLP_ADDR="off",
+    )
+    hook_env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "hook"), AGENTWATCH_NATS_URL=nats_server.url)
+    store = Service(["store"], env)
+    try:
+        store.wait_ready(60)
+        for payload in payloads:
+            done = run_emit(json.dumps(payload).encode(), hook_env)
+            assert done.returncode == 0 and not done.stdout, done.stderr
+        assert hook_settled(hook_env["AGENTWATCH_DATA_DIR"], 30)
+        expected = len(payloads) + 0  # no SendMessage among them: one message each
+        on_bus = watcher.wait_for(expected, 30)
+        assert len(on_bus) == expected
+        for msg in on_bus:
+            body = msg.data.decode()
+            assert json.loads(body)["redacted"] > 0, body[:300]
+            leaked = [secret for secret in secrets if secret in body]
+            assert leaked == [], (msg.subject, leaked)
+        where = f"session_id = '{SESSION}'"
+        wait_rows(env, f"SELECT count() AS n FROM events WHERE {where}", expected, timeout=60)  # noqa: S608
+        # Every stored column of every row, searched by the store itself (an answer that lists the
+        # rows could be cut to fit one message); the same search finds what is there.
+        listed = ", ".join("'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'" for s in secrets)
+        columns = [c["name"] for c in sql_rows(env, "DESCRIBE TABLE events")]
+        assert "data" in columns and "text" in columns, columns
+        row = "arrayStringConcat([" + ", ".join(f"toString(`{c}`)" for c in columns) + "], ' ')"
+        counts = f"countIf(multiSearchAny({row}, [{listed}])) AS leaked, count() AS n, "
+        counts += f"countIf(position({row}, '[REDACTED:') > 0) AS marked, min(redacted) AS least"
+        (found,) = sql_rows(env, f"SELECT {counts} FROM events WHERE {where}")  # noqa: S608
+        assert found == {"leaked": 0, "n": expected, "marked": expected, "least": found["least"]}, found
+        assert int(found["least"]) > 0
+        (letters,) = sql_rows(env, "SELECT count() AS n FROM dead_letters")
+        assert int(letters["n"]) == 0
+    finally:
+        code, out = store.stop()
+    assert code == 0, out
+    for secret in secrets:
+        assert secret not in out

@@ -8,6 +8,7 @@ rewrite must match, so a config that drifts fails here); passwords reach the ser
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 import time
@@ -23,7 +24,7 @@ from nats.js.api import ConsumerConfig
 from agentwatch.bus.streams import STORE_DURABLE, STREAM_NAME, ensure_stream, store_consumer_config
 from agentwatch.config import parse_urls
 from agentwatch.emitter.wire import BusError, Connection, connect
-from tests.conftest import ROOT, clean_env, free_port, tool, wait_port
+from tests.conftest import ROOT, clean_env, free_port, hook_settled, run_emit, tool, wait_port
 from tests.integration.test_store import Message, Service, envelopes, split_counts, sql_rows, wait_rows
 
 DEPLOY = ROOT / "deploy" / "nats"
@@ -323,6 +324,102 @@ async def test_each_user_can_do_its_job_and_nothing_else(deployed: Deployed) -> 
         "intruder" in e for e in store_errors.seen
     ), store_errors.seen
     await store.close()
+
+
+# --- b2. the store, its watchdog and `alerts run` need nothing the store user lacks --------------
+
+
+async def _store_durable_with_unacked(port: int, environ: dict[str, str], count: int) -> list[int]:
+    """As the store user: GENIE and the store's durable as `agentwatch store` makes them (with
+    `environ`'s max deliveries and ack wait), then `count` messages fetched and never acknowledged,
+    as a store killed between a fetch and its acks leaves them. Their stream sequences."""
+    nc = await connect_as("store", port)
+    try:
+        js = nc.jetstream()
+        await ensure_stream(js, {})
+        await js.add_consumer(STREAM_NAME, store_consumer_config(environ))
+        sub = await js.pull_subscribe_bind(consumer=STORE_DURABLE, stream=STREAM_NAME)
+        return [m.metadata.sequence.stream for m in await sub.fetch(count, timeout=5)]
+    finally:
+        await nc.close()
+
+
+async def _ephemeral_only(port: int) -> str:
+    """What JetStream answers the store user asking for a durable on the subject it may create the
+    watchdog's read-back consumer with."""
+    nc = await connect_as("store", port)
+    try:
+        request = {"stream_name": STREAM_NAME, "config": {"durable_name": "intruder", "ack_policy": "none"}}
+        reply = await nc.request(f"$JS.API.CONSUMER.CREATE.{STREAM_NAME}", json.dumps(request).encode(), 5)
+        return str(json.loads(reply.data).get("error", {}).get("description", ""))
+    finally:
+        await nc.close()
+
+
+def test_the_store_and_its_watchdog_run_on_the_store_user_without_a_violation(
+    deployed: Deployed, tmp_path: Path
+) -> None:
+    node = deployed.start("single")
+    port = node.port
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "store"),
+        AGENTWATCH_NATS_URL=user_url("store", port),
+        AGENTWATCH_METRICS_ADDR="off",
+        AGENTWATCH_OTLP_ADDR="off",
+        # JetStream gives up on a message after one delivery left unacknowledged for 20 s: the
+        # store must be subscribed to the advisory by then (it is core NATS, kept nowhere).
+        AGENTWATCH_MAX_DELIVER="1",
+        AGENTWATCH_ACK_WAIT_SECONDS="20",
+    )
+    sql_env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "sql"), AGENTWATCH_NATS_URL=user_url("dashboard", port)
+    )
+    hook_env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "hook"), AGENTWATCH_NATS_URL=user_url("hook", port)
+    )
+    asyncio.run(_ensure_single(port))
+    messages = envelopes(50)
+    hook_publish(user_url("hook", port), messages)
+    # Five delivered and never acknowledged: the watchdog beside the store reads them back when it
+    # starts (a message get, an ephemeral consumer), and JetStream gives up on them 20 s after their
+    # delivery: the store reads each back by its sequence and dead-letters it with its body.
+    lost = asyncio.run(_store_durable_with_unacked(port, env, 5))
+    assert lost == [1, 2, 3, 4, 5]
+    taken = time.monotonic()
+    store = Service(["store"], env)
+    try:
+        store.wait_ready(60)
+        assert time.monotonic() - taken < 15, "the store started too late to hear JetStream give up"
+        for event in ("SessionStart", "UserPromptSubmit", "Stop"):  # the real hook, as the hook user
+            payload = {"hook_event_name": event, "session_id": "deploy-perms", "cwd": "/repo", "prompt": "go"}
+            assert run_emit(json.dumps(payload).encode(), hook_env).returncode == 0
+        assert hook_settled(hook_env["AGENTWATCH_DATA_DIR"], 20)
+        stored = "SELECT (SELECT count() FROM events FINAL) + (SELECT count() FROM messages FINAL) AS n"
+        wait_rows(sql_env, stored, len(messages) - len(lost) + 3, timeout=60)
+        wait_rows(sql_env, "SELECT count() AS n FROM dead_letters", len(lost), timeout=90)
+        letters = sql_rows(sql_env, "SELECT subject, stream_seq, body FROM dead_letters ORDER BY stream_seq")
+        assert [(r["stream_seq"], r["subject"], r["body"]) for r in letters] == [
+            (seq, subject, body.decode()) for seq, (subject, _, body) in zip(lost, messages, strict=False)
+        ]
+        (hooked,) = sql_rows(sql_env, "SELECT count() AS n FROM events WHERE session_id = 'deploy-perms'")
+        assert int(hooked["n"]) == 3
+    finally:
+        code, out = store.stop()
+    assert code == 0, out
+    assert "could not read back" not in out, out
+    # `alerts run` alone: its own durable, its rebuild, its alerts stream.
+    alone = Service(["alerts", "run"], env)
+    try:
+        alone.wait_ready(60)
+        time.sleep(3)  # its durable, its rebuild from the store and the stream, after the banner
+    finally:
+        code, out = alone.stop()
+    assert code == 0, out
+    # The subject the watchdog's read-back consumer is created on makes no durable.
+    assert "ephemeral" in asyncio.run(_ephemeral_only(port))
+    node.stop()
+    log = node.conf.with_suffix(".log").read_text()
+    assert "Violation" not in log, [line for line in log.splitlines() if "Violation" in line]
 
 
 # --- c. three nodes, R3, a node killed and restarted under load -------------------------------

@@ -62,3 +62,34 @@ def test_without_os_the_environment_is_decoded_as_os_would() -> None:
         [sys.executable, "-I", "-S", "-c", code, src], env=env, capture_output=True, text=True, check=False
     )
     assert done.stdout.strip() == "same", done.stderr
+
+
+LOOPBACK = ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "[::1]", "localhost", "LocalHost",
+            "::ffff:127.0.0.1", "0:0:0:0:0:0:0:1"]  # fmt: skip
+NOT_LOOPBACK = [
+    "127.evil.example",  # a host name anyone's DNS may answer for, not an address
+    "127.0.0.1.evil.example",
+    "127.attacker",
+    "127.",
+    "127",
+    "localhost.evil.example",
+    "evil-localhost",
+    "0.0.0.0",
+    "::",
+    "",
+    "10.0.0.2",
+    "128.0.0.1",
+    "::2",
+    "::ffff:10.0.0.1",
+    "[127.0.0.1",
+]
+
+
+@pytest.mark.parametrize("host", LOOPBACK)
+def test_loopback_is_localhost_or_an_address_of_the_loopback_nets(host: str) -> None:
+    assert config.is_loopback(host)
+
+
+@pytest.mark.parametrize("host", NOT_LOOPBACK)
+def test_a_name_that_starts_like_a_loopback_address_is_not_loopback(host: str) -> None:
+    assert not config.is_loopback(host)

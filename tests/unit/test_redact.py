@@ -114,6 +114,29 @@ DOTENV_CRED = "pg-Xk29-vLq8"
 QUOTED_CRED = "dev-token-7f3a9c2e1b"
 SINGLE_CRED = "open sesame 42"
 
+STRIPE = "sk_live_51NzQpLKb8xT2vR9mW4cY7dE3fG6hJ1kL0pA5sD8gF2hK"
+STRIPE_RESTRICTED = "rk_live_51NzQpLKb8xT2vR9mW0tUv3XyZ6aB9cD2eF5gH8jK"
+HF = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"
+GLPAT = "glpat-x9Yz8Wv7Ut6Sr5Qp4On3"
+NPM = "npm_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2b4C"
+PYPI = "pypi-AgEIcHlwaS5vcmcCJDk5ZWY3ZDIyLTNmNWQtNGI2Yi1hYzQxLTcxMmQ2ZTg5YzE0MAACKlsz"
+AZURE = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6QUJDREVGR0g0NTY3OD=="
+FLAG_CRED = "Ku8#mP2vQx7"
+MYSQL_CRED = "r00tPa55-dev"
+SSHPASS_CRED = "deploy-Pw-2024"
+CURL_CRED = "jenkins-Adm1n-pw"
+HEADER_KEY = "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e"
+GH_CLASSIC_HEX = "5d41402abc4b2a76b9719d911017c592ae2f3b1c"
+YAML_CRED = "Pg-prod-7781xq"
+YAML_API_KEY = "live-8d6f4a2c9e1b"
+INI_CRED = "Ch4ng3d-0n-Mon"
+RAILS_BASE_VALUE = "9c2e4f6a8b0d1f3e5a7c9e1b3d5f7a9c2e4f6a8b0d1f3e5a7c9e1b3d5f7a9c"
+COOKIE_SESSION = "s%3AQm9vZ2llLXNlc3Npb24tMTIz.Xk9vR2mQ7tLp4wZc"
+NETRC_CRED = "heroku-api-8c1f2a"
+JSON_AUTH = "Zx9-auth-4417"
+JSON_PHRASE = "correct horse battery staple"
+JSON_SMTP = "smtp-Pw-5521"
+
 SAMPLES: dict[str, Sample] = {
     "private-key-openssh": Sample(
         "private_key",
@@ -242,6 +265,130 @@ SAMPLES: dict[str, Sample] = {
         bash(f"MY_SECRET='{SINGLE_CRED}' ./deploy.sh staging"),
         (SINGLE_CRED,),
     ),
+    "stripe-live-key": Sample(
+        "stripe_key",
+        read_file("/home/dev/app/.env", f"STRIPE_SECRET_KEY={STRIPE}\nSTRIPE_PUBLISHABLE=pk_live_x\n"),
+        (STRIPE,),
+    ),
+    "stripe-restricted-key": Sample(
+        "stripe_key",
+        bash(f"curl https://api.stripe.com/v1/charges -u {STRIPE_RESTRICTED}: -d limit=3"),
+        (STRIPE_RESTRICTED,),
+    ),
+    "huggingface-login": Sample(
+        "huggingface_token", bash(f"huggingface-cli login --token {HF} --add-to-git-credential"), (HF,)
+    ),
+    "gitlab-clone": Sample(
+        "gitlab_token", bash(f"git clone https://oauth2:{GLPAT}@gitlab.com/acme/app.git"), (GLPAT,)
+    ),
+    "npmrc": Sample(
+        "npm_token", read_file("/home/dev/.npmrc", f"//registry.npmjs.org/:_authToken={NPM}\n"), (NPM,)
+    ),
+    "pypirc": Sample(
+        "pypi_token",
+        read_file("/home/dev/.pypirc", f"[pypi]\n  username = __token__\n  password = {PYPI}\n"),
+        (PYPI,),
+    ),
+    "azure-connection-string": Sample(
+        "azure_key",
+        bash(
+            'az storage blob list -c logs --connection-string "DefaultEndpointsProtocol=https;'
+            f'AccountName=acmelogs;AccountKey={AZURE};EndpointSuffix=core.windows.net"'
+        ),
+        (AZURE, AZURE[:30]),
+    ),
+    "password-flag-separate": Sample(
+        "password_flag",
+        bash(f"mysql -h db.internal -u app --password {FLAG_CRED} app_prod < schema.sql"),
+        (FLAG_CRED,),
+    ),
+    "password-flag-token": Sample(
+        "password_flag",
+        bash(f"vault login --method=userpass username=dev --db-password='{FLAG_CRED}' && pg_restore"),
+        (FLAG_CRED,),
+    ),
+    "mysql-attached-p": Sample(
+        "cli_password", bash(f"mysql -uroot -p{MYSQL_CRED} -e 'SHOW DATABASES'"), (MYSQL_CRED,)
+    ),
+    "sshpass": Sample(
+        "cli_password",
+        bash(f"sshpass -p '{SSHPASS_CRED}' ssh -o StrictHostKeyChecking=no deploy@10.0.4.12 uptime"),
+        (SSHPASS_CRED,),
+    ),
+    "curl-user": Sample(
+        "curl_user", bash(f"curl -s -u admin:{CURL_CRED} https://jenkins.internal/api/json"), (CURL_CRED,)
+    ),
+    "header-x-api-key": Sample(
+        "secret_line",
+        bash(f"curl -s -H 'X-Api-Key: {HEADER_KEY}' https://api.example.com/v2/items"),
+        (HEADER_KEY,),
+    ),
+    "header-authorization-token": Sample(
+        "secret_line",
+        bash(f'curl -H "Authorization: token {GH_CLASSIC_HEX}" https://api.github.com/user'),
+        (GH_CLASSIC_HEX,),
+    ),
+    "yaml-password": Sample(
+        "secret_line",
+        read_file(
+            "/home/dev/app/config/database.yml",
+            f"production:\n  adapter: postgresql\n  username: app\n  password: {YAML_CRED}\n",
+        ),
+        (YAML_CRED,),
+    ),
+    "yaml-api-key-list": Sample(
+        "secret_line",
+        write_file(
+            "/home/dev/app/config/services.yaml", f"providers:\n  - name: geo\n    api_key: {YAML_API_KEY}\n"
+        ),
+        (YAML_API_KEY,),
+    ),
+    "ini-password": Sample(
+        "assignment",
+        read_file("/home/dev/.my.cnf", f"[client]\nuser = root\npassword = {INI_CRED}\n"),
+        (INI_CRED,),
+    ),
+    "secret-key-base": Sample(
+        "secret_name",
+        write_file(
+            "/home/dev/app/.env.production", f"RAILS_ENV=production\nSECRET_KEY_BASE={RAILS_BASE_VALUE}\n"
+        ),
+        (RAILS_BASE_VALUE,),
+    ),
+    "cookie-header": Sample(
+        "cookie",
+        bash(f"curl -s -H 'Cookie: theme=dark; connect.sid={COOKIE_SESSION}' https://app.internal/me"),
+        (COOKIE_SESSION,),
+    ),
+    "netrc": Sample(
+        "netrc",
+        read_file(
+            "/home/dev/.netrc", f"machine api.heroku.com\n  login dev@example.com\n  password {NETRC_CRED}\n"
+        ),
+        (NETRC_CRED,),
+    ),
+    "json-keys-auth-pass-cookie": Sample(
+        "json_key",
+        pre_tool(
+            "mcp__smtp__send",
+            {"host": "smtp.internal", "auth": JSON_AUTH, "pass": JSON_SMTP, "passphrase": JSON_PHRASE},
+        ),
+        (JSON_AUTH, JSON_SMTP, JSON_PHRASE),
+    ),
+    "json-set-cookie": Sample(
+        "json_key",
+        post_tool(
+            "WebFetch",
+            {"url": "https://app.internal/login", "prompt": "log in"},
+            {
+                "headers": {
+                    "set-cookie": f"connect.sid={COOKIE_SESSION}; Path=/; HttpOnly",
+                    "cookie": NETRC_CRED,
+                }
+            },
+        ),
+        (COOKIE_SESSION, NETRC_CRED),
+    ),
 }
 
 BENIGN: dict[str, Json] = {
@@ -274,6 +421,31 @@ BENIGN: dict[str, Json] = {
         "SECRET_KEY=...\nAPI_TOKEN=<your-token>\nDB_PASSWORD=\nSESSION_TIMEOUT=3600\nDEBUG_TOKEN=false\n",
     ),
     "empty-and-null-json-keys": pre_tool("mcp__db__connect", {"password": "", "token": None, "api_key": 12}),
+    "ordinary-words": {
+        **BASE,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "Renew the passport scan, then pass the test suite; the compass: north. Token counts are "
+        "fine. Authorization is handled upstream; see src/auth/token.py and tests/test_password.py",
+    },
+    "ordinary-flags": bash(
+        "mkdir -p build && ssh -p 2222 dev@box && docker run -p 8080:80 -u 1000:1000 app && "
+        "git push -u origin main && pg_dump --password-file /run/secrets/db && "
+        "gh auth login --with-token < t.txt"
+    ),
+    "searching-for-secret-words": bash(
+        'grep -rn "password:" config/ && rg -l "api_key: " src && echo "token:" "done" && grep -c key: f'
+    ),
+    "ordinary-ids-and-paths": bash_output(
+        "git log -1 --format='%H %s' && cat /proc/sys/kernel/random/uuid",
+        "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3 Fix the token refresh\n"
+        "3f0c9a7e-5d21-4b8e-9c4a-1e2f3a4b5c6d\n/home/dev/.ssh/known_hosts /etc/ssl/private/README\n",
+    ),
+    "ordinary-config": write_file(
+        "/home/dev/app/deploy.yaml",
+        "env:\n  - key: NODE_ENV\n    value: production\n  token_type: bearer\n  max_tokens: 1000\n"
+        "  password_min_length: 12\n  oauth: enabled\nPASSWORD_FILE=/run/secrets/db\nTOKEN_URL=https://a.b/t\n"
+        "SECRET_NAME=app-secret\nkey: value\n",
+    ),
     "usage-counters": {
         **BASE,
         "hook_event_name": "Stop",
@@ -281,6 +453,83 @@ BENIGN: dict[str, Json] = {
         "usage": {"input_tokens": 1200, "output_tokens": 345, "cache_read_input_tokens": 0},
     },
 }
+
+
+# The shapes issue 34 found reaching the bus (15 of 35), and more of the same families, each as a
+# command with the secret where people put it: (command, secret).
+SHAPES: dict[str, tuple[str, str]] = {
+    "mysql -pX": ("mysql -h db -uroot -pTr1cky-Pw app", "Tr1cky-Pw"),
+    "mysql --password X": ("mysql -u root --password Tr1cky-Pw app", "Tr1cky-Pw"),
+    "mysqldump --password=X": ("mysqldump --user=root --password=Tr1cky-Pw app > dump.sql", "Tr1cky-Pw"),
+    "sshpass -p X": ("sshpass -p Tr1cky-Pw ssh deploy@host", "Tr1cky-Pw"),
+    "curl -u user:pw": ("curl -u admin:Tr1cky-Pw https://ci.internal/api", "Tr1cky-Pw"),
+    "curl --user=user:pw": ("curl --user=admin:Tr1cky-Pw https://ci.internal/api", "Tr1cky-Pw"),
+    "X-Api-Key header": ("curl -H 'X-Api-Key: 1a2b3c4d5e6f7a8b' https://api.x", "1a2b3c4d5e6f7a8b"),
+    "Authorization: token": ('curl -H "Authorization: token 9f8e7d6c5b4a" https://api.x', "9f8e7d6c5b4a"),
+    "curl -v request line": ("printf '> Authorization: Token 9f8e7d6c5b4a\\n'", "9f8e7d6c5b4a"),
+    "YAML password:": ("printf 'db:\\n  password: Tr1cky-Pw\\n' > db.yml", "Tr1cky-Pw"),
+    "YAML api_key:": ("printf 'geo:\\n  api_key: 1a2b3c4d5e6f\\n' > geo.yml", "1a2b3c4d5e6f"),
+    "INI password =": ("printf '[client]\\npassword = Tr1cky-Pw\\n' > .my.cnf", "Tr1cky-Pw"),
+    "Stripe sk_live_": ("export STRIPE=sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    "Stripe rk_live_": (
+        "stripe --api-key rk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "rk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    ),
+    "Hugging Face hf_": (
+        "HF=hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 python t.py",
+        "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    ),
+    "Azure AccountKey=": (
+        "az x --cs 'AccountName=a;AccountKey=QUJDREVGR0hJSktMTU5PUFFSU1RVVldY==;E=x'",
+        "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY",
+    ),
+    "SECRET_KEY_BASE=": ("SECRET_KEY_BASE=4f6a8b0d1f3e5a7c bin/rails s", "4f6a8b0d1f3e5a7c"),
+    "DB_PASSWORD=": ("DB_PASSWORD=Tr1cky-Pw npm start", "Tr1cky-Pw"),
+    "MY_API_TOKEN=": ("MY_API_TOKEN=Tr1cky-Pw ./sync.sh", "Tr1cky-Pw"),
+    "GitHub github_pat_": (
+        "gh auth login --with-token <<< github_pat_11ABCDEFG0aB3dE5gH7jK9mN1pQ3rS5",
+        "github_pat_11ABCDEFG0aB3dE5gH7jK9mN1pQ3rS5",
+    ),
+    "GitLab glpat-": (
+        "git remote add o https://gitlab.com/a.git # glpat-x9Yz8Wv7Ut6Sr5Qp4On3",
+        "glpat-x9Yz8Wv7Ut6Sr5Qp4On3",
+    ),
+    "Slack xoxp-": (
+        "slack-cli auth xoxp-2741234567-4812345678901-q8WcUvbhYKNq",
+        "xoxp-2741234567-4812345678901-q8WcUvbhYKNq",
+    ),
+    "npm npm_": (
+        "npm config set //r/:_authToken npm_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2b4C",
+        "npm_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2b4C",
+    ),
+    "Google AIza": (
+        "gcloud x --key AIzaSyD4v8Xq2Lm7Rt9Wk3Np6Bc1Hf5Jy0Gs8Ze",
+        "AIzaSyD4v8Xq2Lm7Rt9Wk3Np6Bc1Hf5Jy0Gs8Ze",
+    ),
+    "OpenAI sk-proj-": (
+        "llm keys set openai sk-proj-T7hVq2Lr9Xw4Zk8Nc1Bm6Pd3Fs0Gy5Jh",
+        "sk-proj-T7hVq2Lr9Xw4Zk8Nc1Bm6Pd3Fs0Gy5Jh",
+    ),
+    "Anthropic sk-ant-": (
+        "claude config set key sk-ant-api03-Xk9vR2mQ7tLp4wZc8nB1yH6d",
+        "sk-ant-api03-Xk9vR2mQ7tLp4wZc8nB1yH6d",
+    ),
+    "mongodb+srv URL": ("mongosh 'mongodb+srv://app:Tr1cky-Pw@c0.x.mongodb.net/db'", "Tr1cky-Pw"),
+    "redis URL, no user": ("redis-cli -u redis://:Tr1cky-Pw@cache:6379/0 ping", "Tr1cky-Pw"),
+    ".netrc password": ("printf 'machine h login me password Tr1cky-Pw\\n' >> ~/.netrc", "Tr1cky-Pw"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_shape_of_the_issue_is_redacted(shape: str) -> None:
+    command, secret = SHAPES[shape]
+    for text in texts(bash(command)):
+        assert secret in text
+        redacted, count = redact_text(text)
+        json.loads(redacted)
+        assert secret not in redacted, json.loads(redacted)["tool_input"]["command"]
+        assert count >= 1
+        assert redact_text(redacted) == (redacted, 0)
 
 
 def texts(payload: Json) -> list[str]:
@@ -514,6 +763,9 @@ FRAGMENTS = (
     "eyJhbGciOi", "bearer ", "Bearer ", "sk-ant-", "x" * 25, "$HOME", "null",
     '"api_key": "', '"Token":"', '\\"password\\": \\"', '\\"db-secret\\":\\"', "https://", "git+ssh://",
     "ci:", "hunter2@", "me:pa:ss@",
+    "cookie:", "Set-Cookie: ", "token:", "api_key:", "X-Api-Key: ", "auth:", "pass:", "SECRET_", "_BASE",
+    "password_", "PASSWORD_", "--password ", "--token=", "--db-", " -p", "mysql ", "sshpass ", "curl ",
+    " -u ", "--user ", "login ", "password ", "- ", "  ", "\\t", "\\r", "'", ">", "a:b",
 )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from agentwatch.web.auth import (
     public_url,
     token_matches,
 )
+from tests.unit.test_config import LOOPBACK, NOT_LOOPBACK
 
 
 def test_a_token_is_made_once_private_and_then_kept(tmp_path: Path) -> None:
@@ -64,3 +65,9 @@ def test_the_address_browsers_use() -> None:
     assert public_url("0.0.0.0", 8765, True, "box") == "https://box:8765"
     assert public_url("::1", 1, False, "box") == "http://[::1]:1"
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and not is_loopback("10.0.0.2")
+
+
+@pytest.mark.parametrize("host", [*LOOPBACK, *NOT_LOOPBACK])
+def test_the_dashboard_asks_the_same_loopback_question_as_every_listener(host: str) -> None:
+    # `--host 127.evil.example` is a name, not the loopback address: it needs --public.
+    assert is_loopback(host) == (host in LOOPBACK)

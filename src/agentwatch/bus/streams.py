@@ -214,7 +214,10 @@ async def read_range(
             if head.time is not None and head.time.timestamp() < since:
                 config.deliver_policy, config.opt_start_seq = DeliverPolicy.BY_START_TIME, None
                 config.opt_start_time = datetime.fromtimestamp(since, tz=UTC)
-    psub = await js.pull_subscribe(ALL_SUBJECTS, stream=STREAM_NAME, config=config)
+    # Created unnamed ($JS.API.CONSUMER.CREATE.GENIE, where the server refuses a durable), named by
+    # the server: deploy's store user may make this consumer and no other durable.
+    info = await js.add_consumer(STREAM_NAME, config)
+    psub = await js.pull_subscribe_bind(consumer=info.name, stream=STREAM_NAME)
     out: list[Msg] = []
     try:
         while True:
@@ -233,7 +236,7 @@ async def read_range(
     finally:
         await psub.unsubscribe()
         with contextlib.suppress(Exception):  # an ephemeral consumer goes by itself when idle
-            await js.delete_consumer(STREAM_NAME, str(config.name))
+            await js.delete_consumer(STREAM_NAME, info.name)
 
 
 async def prepare_stream(

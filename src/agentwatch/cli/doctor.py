@@ -52,7 +52,9 @@ def _check_bus(url: str, timeout: float) -> bool:
     try:
         t0 = time.perf_counter()
         conn = connect(config.parse_urls(url), time.monotonic() + timeout)
-        conn.publish([])
+        # A PING alone: nothing to acknowledge, so no inbox for acks is subscribed (deploy's store and
+        # dashboard users may not subscribe one: the server would log a violation for each probe).
+        conn.publish([], stream=False)
         rtt = (time.perf_counter() - t0) * 1000
         info = conn.info
         conn.close()

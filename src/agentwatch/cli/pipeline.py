@@ -54,7 +54,9 @@ def probe_bus(url: str, timeout: float | None = None) -> BusProbe:
         reason = config.reason_chain(exc)
         return BusProbe(None, config.problem_kind(reason), config.unreachable("bus", where, reason))
     try:
-        conn.publish([])
+        # A PING alone: nothing to acknowledge, so no inbox for acks is subscribed (deploy's store and
+        # dashboard users may not subscribe one: the server would log a violation for each probe).
+        conn.publish([], stream=False)
         return BusProbe(dict(conn.info))
     except BusError as exc:
         reason = config.reason_chain(exc)

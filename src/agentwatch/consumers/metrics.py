@@ -9,7 +9,9 @@ store knows is read at scrape time, at most every CACHE_SECONDS, from rollups an
 (store/door_queries.py): open alerts by rule and severity, coverage, cost by team and model, the
 hook's spool backlog per host. Label sets are bounded: at most METRIC_ROWS values each, the rest
 summed as `other`. The consumer's pending and redelivered counts come from JetStream, asked on the
-collector's event loop. prometheus-client serves it from its own thread; nothing here blocks the loop.
+collector's event loop. Served from its own threads (the standard library's WSGI server with
+prometheus-client's app, a read timeout and a cap on connections: consumers/http_doors.py); nothing
+here blocks the loop.
 """
 
 from __future__ import annotations
@@ -20,17 +22,17 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from agentwatch import config
+from agentwatch.consumers.http_doors import Bounded
 from agentwatch.store import door_queries
 from agentwatch.store.queries import Query
 
 if TYPE_CHECKING:
-    from wsgiref.simple_server import WSGIServer
-
     from clickhouse_connect.driver.client import Client
 
     from agentwatch.consumers.store import StoreStats, StoreWriter
@@ -99,7 +101,7 @@ class Metrics:
         self._store: Client | None = None
         self._lock = threading.Lock()
         self._cache: tuple[float, list[Metric]] = (0.0, [])
-        self._server: WSGIServer | None = None
+        self._server: _Server | None = None
         self.registry.register(_Figures(self))
 
     @classmethod
@@ -125,8 +127,9 @@ class Metrics:
 
     def listen(self) -> str:
         """Bind the endpoint (OSError when the address is taken); its URL."""
-        self._server, _ = start_http_server(self.port, self.host, registry=self.registry)
+        self._server = make_server(self.host, self.port, make_wsgi_app(self.registry), _Server, _Handler)
         self.port = int(self._server.server_address[1])
+        threading.Thread(target=self._server.serve_forever, name="agentwatch-metrics", daemon=True).start()
         return self.url
 
     def attach(self, writer: StoreWriter, consumer: Callable[[], Coroutine[Any, Any, Any]], url: str) -> None:
@@ -205,6 +208,16 @@ class Metrics:
             up.add_metric([], 1)
             self._cache = (time.monotonic(), [up, *figures])
             return self._cache[1]
+
+
+class _Server(Bounded, WSGIServer):
+    door = "metrics"
+    log = log
+
+
+class _Handler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("metrics %s", format % args)
 
 
 class _Figures:

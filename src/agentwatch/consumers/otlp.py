@@ -14,7 +14,10 @@ else it may retry (503 while ClickHouse is away). Bad input never stops the rece
   `otlp /v1/<signal>`; a protobuf body as `base64:` text);
 - 401 without the bearer token, when AGENTWATCH_OTLP_TOKEN is set; a receiver bound beyond
   loopback refuses to start without one (Claude Code sends it with
-  `OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>`).
+  `OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>`);
+- a client silent for 5 s (between requests, in its headers or its body) is disconnected, at most
+  64 connections are served at once (503 beyond), and a client that closes before its whole body
+  arrived is one line at INFO, nothing stored and no dead letter (consumers/http_doors.py).
 
 The standard library's threading HTTP server, in its own threads, with its own ClickHouse client
 (one insert at a time): the collector's event loop is never touched.
@@ -25,14 +28,14 @@ from __future__ import annotations
 import base64
 import hmac
 import logging
-import socket
 import threading
 import zlib
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING, Any
 
 from agentwatch import config
+from agentwatch.consumers.http_doors import Bounded
 from agentwatch.consumers.otlp_decode import SIGNALS, BadBody, decode
 from agentwatch.store.otel import insert_otel
 from agentwatch.store.writes import insert_dead_letters
@@ -91,7 +94,7 @@ class OtlpReceiver:
         self._token = token
         self._client: Client | None = None
         self._lock = threading.Lock()  # one insert at a time on the receiver's client
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self.stored = dict.fromkeys(SIGNALS, 0)
 
     @classmethod
@@ -113,12 +116,7 @@ class OtlpReceiver:
     def listen(self) -> str:
         """Bind (OSError when the address is taken), open the receiver's ClickHouse client, serve
         in a thread; the base URL."""
-        handler = _handler(self)
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        server_class = type(
-            "OtlpServer", (ThreadingHTTPServer,), {"address_family": family, "daemon_threads": True}
-        )
-        self._server = server_class((self.host, self.port), handler)
+        self._server = _Server((self.host, self.port), _handler(self))
         self.port = int(self._server.server_address[1])
         from agentwatch.store.client import connect
 
@@ -210,6 +208,11 @@ class OtlpReceiver:
         return answer
 
 
+class _Server(Bounded, HTTPServer):
+    door = "OTLP"
+    log = log
+
+
 class _TooLarge(Exception):
     pass
 
@@ -245,6 +248,12 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
                 self._send(receiver._count(_signal(self.path) or "unknown", answer))
                 return
             body = self.rfile.read(int(length))
+            if len(body) < int(length):
+                # The client closed before its body was all here: nothing to answer, nothing to
+                # keep (a dead letter of half a request would be noise).
+                log.info("OTLP %s: the client left after %d of %s bytes", self.path[:100], len(body), length)
+                self.close_connection = True
+                return
             self._send(receiver.handle(self.path, self.headers.get("Content-Type", ""),
                                        self.headers.get("Content-Encoding", ""), body))  # fmt: skip
 

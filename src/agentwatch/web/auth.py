@@ -11,6 +11,8 @@ import secrets
 import stat
 from urllib.parse import urlsplit
 
+from agentwatch import config
+
 TOKEN_FILE = "web-token"  # noqa: S105 - a file name, not a secret
 MIN_TOKEN_CHARS = 16
 COOKIE = "agentwatch_web"
@@ -64,7 +66,8 @@ def cookie_matches(given: str, token: str) -> bool:
 
 
 def is_loopback(host: str) -> bool:
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """The same fact as for every listener of agentwatch (config.is_loopback)."""
+    return config.is_loopback(host)
 
 
 def public_url(host: str, port: int, tls: bool, hostname: str) -> str:
