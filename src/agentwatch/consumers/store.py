@@ -530,7 +530,7 @@ def advisory_router(writer: StoreWriter) -> NatsRouter:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             log.warning("unreadable max-deliveries advisory: %r", msg.body[:200])
             return
-        reason = f"JetStream gave up after {deliveries} deliveries (max_deliver {bus.MAX_DELIVER})"
+        reason = f"JetStream gave up after {deliveries} deliveries (AGENTWATCH_MAX_DELIVER)"
         try:
             stored = await js.get_msg(bus.STREAM_NAME, seq)
             subject, body = str(stored.subject or ""), bytes(stored.data or b"")
