@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from agentwatch.format import clock
-from agentwatch.tui.alerts_view import Alerts
+from agentwatch.tui.alerts import Alerts
 from agentwatch.tui.common import Line, Palette
 from agentwatch.tui.costs import Costs
 from agentwatch.tui.layout import COMPACT_ROSTER_COLUMNS
