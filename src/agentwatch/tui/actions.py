@@ -61,15 +61,3 @@ class HistoryActions(_Base):
             from agentwatch.tui.cost_view import CostScreen
 
             self._open(CostScreen(history))
-
-    def history_help(self) -> list[tuple[str, Any]]:
-        """The help screen's sections of these screens."""
-        from agentwatch.tui.cost_view import CostScreen
-        from agentwatch.tui.replay import ReplayScreen
-        from agentwatch.tui.search_view import SearchScreen
-        from agentwatch.tui.session_page import SessionScreen
-        from agentwatch.tui.sessions_view import SessionsScreen
-
-        return [("Sessions", SessionsScreen.BINDINGS), ("A session", SessionScreen.BINDINGS),
-                ("Replay", ReplayScreen.BINDINGS), ("Search", SearchScreen.BINDINGS),
-                ("Cost", CostScreen.BINDINGS)]  # fmt: skip

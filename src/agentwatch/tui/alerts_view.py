@@ -48,6 +48,8 @@ def _cells(alert: Mapping[str, Any]) -> list[Cell]:
 class AlertsScreen(Screen[None]):
     """Open alerts, then the recent changes; Enter opens the selected alert's agent."""
 
+    HELP: ClassVar[str] = "Alerts"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         Binding("q", "back", "Back", show=False),

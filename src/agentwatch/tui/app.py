@@ -46,7 +46,7 @@ from agentwatch.tui.alerts_view import AlertsScreen
 from agentwatch.tui.commands import system_commands
 from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Pacer, Palette
 from agentwatch.tui.costs import Costs
-from agentwatch.tui.help import HelpScreen
+from agentwatch.tui.help import HelpScreen, other_screens
 from agentwatch.tui.layout import (
     ABOUT,
     COMPACT_ROSTER_COLUMNS,
@@ -582,11 +582,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def action_help(self) -> None:
         """The help, made once and kept: composing and wrapping its text was most of a `?`."""
-        from agentwatch.tui.tools_view import ToolsScreen
-
         if not self.is_screen_installed("help"):
-            screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
-                       ("Tools and history", ToolsScreen.BINDINGS), *self.history_help()]  # fmt: skip
             live = [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS]
-            self.install_screen(HelpScreen(ABOUT, live, screens), "help")
+            self.install_screen(HelpScreen(ABOUT, live, other_screens()), "help")
         self.push_screen("help")

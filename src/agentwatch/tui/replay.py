@@ -79,6 +79,8 @@ class Replay:
 class ReplayScreen(Screen[None]):
     """The roster and feed of a past session, as they were, played at a chosen speed."""
 
+    HELP: ClassVar[str] = "Replay"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding("space", "toggle_play", "Play/pause"),

@@ -78,6 +78,8 @@ class AgentScreen(TablesScreen):
     Newest first in every table: the detail is read from the top, while things happen.
     """
 
+    HELP: ClassVar[str] = "Agent detail"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding("1", "tab('timeline')", "Timeline"),
@@ -242,6 +244,8 @@ class AgentScreen(TablesScreen):
 
 class TeamScreen(TablesScreen):
     """Who messaged whom, tasks created and completed, and teammates sitting idle."""
+
+    HELP: ClassVar[str] = "Team view"  # its keys' title in the help
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "app.pop_screen", "Back")]
 
