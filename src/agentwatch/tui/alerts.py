@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentwatch.agents import AgentKey, agent_key
+from agentwatch.agents import AgentKey, key_of
 from agentwatch.store.answer import seconds
 
 RECENT = 200
@@ -109,9 +109,4 @@ def _at(alert: Mapping[str, Any]) -> float:
 
 def alert_key(alert: Mapping[str, Any]) -> AgentKey:
     """The key of the agent an alert is about (its name '' when it is about no one agent)."""
-    return agent_key(
-        str(alert.get("host") or ""),
-        str(alert.get("team") or ""),
-        str(alert.get("session_id") or ""),
-        str(alert.get("agent") or ""),
-    )
+    return key_of(alert)

@@ -45,7 +45,6 @@ from agentwatch.tui.alerts import Alerts
 from agentwatch.tui.alerts_view import AlertsScreen
 from agentwatch.tui.commands import system_commands
 from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Pacer, Palette
-from agentwatch.tui.costs import Costs
 from agentwatch.tui.help import HelpScreen, other_screens
 from agentwatch.tui.layout import (
     ABOUT,
@@ -65,6 +64,7 @@ from agentwatch.tui.store_side import (
     CostsIn,
     HistoryFailed,
     HistoryIn,
+    PayloadIn,
     StoreSide,
     TruthFailed,
     TruthIn,
@@ -159,25 +159,14 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
         self._compact = False
 
-    # The live view's model, read (and its view settings set) through the app by its screens,
-    # tests and benchmarks: the state owns them.
-    roster = OfState[Roster]()
-    feed = OfState[Feed]()
-    team = OfState[Team]()
-    alerts = OfState[Alerts]()
-    costs = OfState[Costs]()
-    unconfirmed = OfState[Unconfirmed]()
+    # The live view's model as the tests and benchmarks read it, through the app (the state owns it;
+    # the app's own code says `self.state`).
+    roster, feed, team, alerts = OfState[Roster](), OfState[Feed](), OfState[Team](), OfState[Alerts]()
+    unconfirmed, events_total = OfState[Unconfirmed](), OfState[int]()
+    bus_ok, bus_text, store_ok, store_text = OfState[bool](), OfState[str](), OfState[bool](), OfState[str]()
+    paused, follow, show_folded = OfState[bool](), OfState[bool](), OfState[bool]()
+    sort, filter = OfState[str](), OfState[FeedFilter]()
     _pending = OfState[deque[dict[str, Any] | bytes]]("pending")
-    events_total = OfState[int]()
-    bus_ok = OfState[bool]()
-    bus_text = OfState[str]()
-    store_ok = OfState[bool]()
-    store_text = OfState[str]()
-    paused = OfState[bool]()
-    follow = OfState[bool]()
-    sort = OfState[str]()
-    show_folded = OfState[bool]()
-    filter = OfState[FeedFilter]()
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -319,8 +308,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         worker = event.worker
         if event.state != WorkerState.ERROR:
             return
-        text = f"{worker.group} failed: {one_line(worker.error, 160)}"
-        self.log.error(f"worker {worker.name!r} failed: {worker.error!r}")
+        error = worker.error
+        text = f"{worker.group} failed: {one_line(f'{type(error).__name__}: {error}', 160)}"
+        self.log.error(f"worker {worker.name!r} failed: {error!r}")
         if worker.group == "live":
             self.bus_status(False, text)
         elif worker.group == "truth":
@@ -488,7 +478,11 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             envelope["data"] = json.loads(payload) if payload is not None else "(payload not found)"
         except (HistoryError, ValueError) as exc:
             envelope["data"] = f"(payload not loaded: {exc})"
-        self.call_from_thread(self.push_screen, EventScreen(envelope))
+        self.post_message(PayloadIn(envelope))
+
+    @on(PayloadIn)
+    def _payload_in(self, message: PayloadIn) -> None:
+        self.push_screen(EventScreen(message.value))
 
     @on(Table.RowSelected, "#roster")
     def open_agent(self, event: Table.RowSelected) -> None:

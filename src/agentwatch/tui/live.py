@@ -261,6 +261,8 @@ class LiveState:
 
 
 class HasState(Protocol):
+    """What holds the live view's model (the app)."""
+
     state: LiveState
 
 

@@ -1,6 +1,7 @@
 """The dashboard's side of the store: the workers that ask it, from a thread each, for its answer
 for every figure (tui/truth.py says what and how), the recent history for the feed, and the costs
-soon after usage arrives, and the typed messages they post with what came back.
+soon after usage arrives, and the typed messages every worker that reads the store posts with what
+came back (an event's payload and an agent's stored events too: tui/views.py).
 
 A base of the app (AgentwatchApp), like tui/actions.py: the workers run on the app, whose handlers
 turn each message into a verb of the live view's model (tui/live.py). A worker's unexpected
@@ -17,6 +18,7 @@ from textual.message import Message
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui import truth
+from agentwatch.tui.model import FeedLine
 from agentwatch.tui.sources import HistorySource, answer_envelopes
 
 if TYPE_CHECKING:
@@ -58,6 +60,14 @@ class HistoryFailed(Answer[str]):
 
 class CostsIn(Answer[list[tuple[Any, ...]]]):
     """Rows of queries.DASHBOARD_COSTS."""
+
+
+class PayloadIn(Answer[dict[str, Any]]):
+    """An event from the history, its payload fetched (or why not, in its place)."""
+
+
+class AgentStored(Answer[tuple[list[FeedLine], str]]):
+    """One agent's stored events, and what its detail says when the store gave none."""
 
 
 class StoreSide(_Base):

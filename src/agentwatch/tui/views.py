@@ -26,6 +26,7 @@ from agentwatch.tui.live import LiveState
 from agentwatch.tui.model import TIMELINE_MAX, FeedLine, conversation, errors, sparkline, tool_calls
 from agentwatch.tui.roster import Agent, idle_teammates
 from agentwatch.tui.sources import HistorySource, answer_envelopes
+from agentwatch.tui.store_side import AgentStored
 
 VIEW_REPAINT_SECONDS = 0.5
 DETAIL_ROWS = 300
@@ -136,13 +137,13 @@ class AgentScreen(TablesScreen):
         try:
             answer = self.dash.history.query(*queries.agent_events(self.key, TIMELINE_MAX))
         except HistoryError as exc:
-            self.app.call_from_thread(self._stored_in, [], f"store: {one_line(exc, 160)}: live events only")
+            self.post_message(AgentStored(([], f"store: {one_line(exc, 160)}: live events only")))
             return
-        lines = [FeedLine.of(env) for env in answer_envelopes(answer)]
-        self.app.call_from_thread(self._stored_in, lines, "")
+        self.post_message(AgentStored(([FeedLine.of(env) for env in answer_envelopes(answer)], "")))
 
-    def _stored_in(self, lines: list[FeedLine], note: str) -> None:
-        self._stored, self.history_note = lines, note
+    @on(AgentStored)
+    def _stored_in(self, message: AgentStored) -> None:
+        self._stored, self.history_note = message.value
         self.repaint()
 
     def repaint(self) -> None:
