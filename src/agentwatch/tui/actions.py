@@ -1,5 +1,5 @@
-"""The dashboard's ways into the past: its sessions, a search, the cost view; and the feed's
-bookkeeping events, folded away or shown.
+"""The dashboard's ways into the past: its sessions, a search, the cost view (and the key that shows
+the feed's bookkeeping events, whose action is the live view's).
 
 A base of the app (AgentwatchApp), so its keys and the command palette reach these screens; each
 needs the store (the HistorySource) and says so without one.
@@ -7,12 +7,10 @@ needs the store (the HistorySource) and says so without one.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
 
-from agentwatch.tui.model import FeedFilter
 from agentwatch.tui.sources import HistorySource
 
 if TYPE_CHECKING:
@@ -32,11 +30,9 @@ HISTORY_BINDINGS = [
 
 
 class HistoryActions(_Base):
-    """The actions of HISTORY_BINDINGS."""
+    """The actions of HISTORY_BINDINGS that open a screen."""
 
     history: HistorySource | None
-    filter: FeedFilter
-    _dirty: bool
 
     def _history_or_say(self) -> HistorySource | None:
         if self.history is None:
@@ -65,21 +61,3 @@ class HistoryActions(_Base):
             from agentwatch.tui.cost_view import CostScreen
 
             self._open(CostScreen(history))
-
-    def action_toggle_bookkeeping(self) -> None:
-        shown = not self.filter.bookkeeping
-        self.filter = dataclasses.replace(self.filter, bookkeeping=shown)
-        self.notify("bookkeeping events shown" if shown else "bookkeeping events folded away")
-        self._dirty = True
-
-    def history_help(self) -> list[tuple[str, Any]]:
-        """The help screen's sections of these screens."""
-        from agentwatch.tui.cost_view import CostScreen
-        from agentwatch.tui.replay import ReplayScreen
-        from agentwatch.tui.search_view import SearchScreen
-        from agentwatch.tui.session_page import SessionScreen
-        from agentwatch.tui.sessions_view import SessionsScreen
-
-        return [("Sessions", SessionsScreen.BINDINGS), ("A session", SessionScreen.BINDINGS),
-                ("Replay", ReplayScreen.BINDINGS), ("Search", SearchScreen.BINDINGS),
-                ("Cost", CostScreen.BINDINGS)]  # fmt: skip

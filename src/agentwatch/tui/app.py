@@ -16,6 +16,7 @@ thread.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import time
@@ -23,7 +24,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
-import orjson
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -33,18 +33,19 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Header, Input
+from textual.worker import Worker, WorkerState
 
 from agentwatch.agents import LOST_AFTER_S, AgentKey, key_of
-from agentwatch.format import clock
+from agentwatch.format import clock, one_line
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui import truth
 from agentwatch.tui.actions import HISTORY_BINDINGS, HistoryActions
-from agentwatch.tui.alerts_view import Alerts, AlertsScreen, is_alert
+from agentwatch.tui.alerts import Alerts
+from agentwatch.tui.alerts_view import AlertsScreen
 from agentwatch.tui.commands import system_commands
 from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Pacer, Palette
-from agentwatch.tui.costs import Costs
-from agentwatch.tui.help import HelpScreen
+from agentwatch.tui.help import HelpScreen, other_screens
 from agentwatch.tui.layout import (
     ABOUT,
     COMPACT_ROSTER_COLUMNS,
@@ -53,11 +54,21 @@ from agentwatch.tui.layout import (
     SHORT_EVENTS,
     SIDE_BY_SIDE_WIDTH,
 )
+from agentwatch.tui.live import SORTS, LiveState, OfState
 from agentwatch.tui.model import Feed, FeedFilter, FeedLine
 from agentwatch.tui.roster import Agent, Roster, Unconfirmed
 from agentwatch.tui.sources import HistorySource, LiveSource
 from agentwatch.tui.status import EMPTY_HINT, fit, live_segments, roster_cells, roster_title
-from agentwatch.tui.store_side import StoreSide
+from agentwatch.tui.store_side import (
+    HISTORY_RETRY_SECONDS,
+    CostsIn,
+    HistoryFailed,
+    HistoryIn,
+    PayloadIn,
+    StoreSide,
+    TruthFailed,
+    TruthIn,
+)
 from agentwatch.tui.table import Cell, Table
 from agentwatch.tui.team import Team
 from agentwatch.tui.views import AgentScreen, TeamScreen
@@ -65,7 +76,6 @@ from agentwatch.tui.views import AgentScreen, TeamScreen
 W = TypeVar("W", bound=Widget)
 __all__ = ["EMPTY_HINT", "AgentwatchApp", "EventScreen", "HelpScreen"]
 
-PENDING_MAX = 20_000
 # Full garbage collections: on a timer, not when Python's counts say (common.FullCollections).
 FULL_COLLECTION_SECONDS = 20.0
 # Seconds live events wait for the history before they are shown anyway.
@@ -77,7 +87,6 @@ HISTORY_PATIENCE = 5.0
 REPAINT_SECONDS = 0.25
 MIN_REPAINT_GAP = 0.025
 FRAME_SHARE = 0.4
-SORTS = ("state", "recent", "name", "errors")
 DARK, LIGHT = "textual-dark", "textual-light"
 # Costs come with the store's answer (tui/truth.py), and are asked a second after usage arrives.
 COST_AFTER_USAGE_SECONDS = 1.0
@@ -130,37 +139,34 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self.live = live
         self.history = history
         self.history_rows = history_rows
-        self.roster = Roster(lost_after_s=lost_after_s)
-        self.feed = Feed()
-        self.team = Team()
-        # Live events counted on top of the store's last answer, until it holds them.
-        self.unconfirmed = Unconfirmed()
         self.refresh_seconds = refresh_seconds
-        self.show_folded = self._truth_asked = self._truth_in_once = self._costs_due = False
-        self.store_ok = history is None
-        self.events_total, self._status_at, self._painted_at = 0, 0.0, 0.0
+        self.state = LiveState(
+            stored=history is not None,
+            lost_after_s=lost_after_s,
+            bell=self._ring,
+            usage=lambda: self.set_timer(COST_AFTER_USAGE_SECONDS, self._ask_costs),
+            skipped=lambda exc: self.log.error(f"live event skipped: {exc!r}"),
+        )
+        # What is painted, and when: the live view's widgets read the state above.
+        self._status_at, self._painted_at = 0.0, 0.0
         self._pacer = Pacer(MIN_REPAINT_GAP, FRAME_SHARE)
         self._palette: Palette | None = None
         self._palette_theme = ""
-        self.filter = FeedFilter()
-        self.follow, self.paused, self.sort = True, False, SORTS[0]
-        self.bus_ok, self.bus_text = False, "connecting to the bus ..."
-        self.store_text = "store: not asked yet" if history is not None else "no store: live events only"
-        self._pending: deque[dict[str, Any] | bytes] = deque(maxlen=PENDING_MAX)
-        # Live events wait until the history is in: applied after it, states stay in time order.
-        self._history_done = history is None
-        self._history_ids: set[str] = set()
-        self._dropped = 0
-        self._unreadable = 0  # live events the model could not take (skipped)
-        self._fresh = 0  # events applied as they came, not painted yet
         self._dirty = True
         self._feed_lines: list[FeedLine] = []
         self._roster_rows: list[tuple[int, Agent]] = []
         self._main: Screen[Any] | None = None
         self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
         self._compact = False
-        self.costs = Costs()
-        self.alerts = Alerts()
+
+    # The live view's model as the tests and benchmarks read it, through the app (the state owns it;
+    # the app's own code says `self.state`).
+    roster, feed, team, alerts = OfState[Roster](), OfState[Feed](), OfState[Team](), OfState[Alerts]()
+    unconfirmed, events_total = OfState[Unconfirmed](), OfState[int]()
+    bus_ok, bus_text, store_ok, store_text = OfState[bool](), OfState[str](), OfState[bool](), OfState[str]()
+    paused, follow, show_folded = OfState[bool](), OfState[bool](), OfState[bool]()
+    sort, filter = OfState[str](), OfState[FeedFilter]()
+    _pending = OfState[deque[dict[str, Any] | bytes]]("pending")
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -185,7 +191,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self.run_live()
         if self.history is not None:
             self.refresh_truth()
-            self.set_timer(HISTORY_PATIENCE, self._stop_waiting_for_history)
+            self.set_timer(HISTORY_PATIENCE, self.state.stop_waiting_for_history)
             self.set_interval(self.refresh_seconds, self.refresh_truth)
         self.repaint()
         self.call_after_refresh(self._laid_out)
@@ -210,41 +216,8 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         paused, while the history loads, or behind what is), and painted now when the screen is
         idle, else as soon as the last frame's cost allows (a flood is coalesced). A frame then
         only paints: under a flood, applying its events was half of it, the event loop held."""
-        if self._pending or self.paused or not self._history_done:
-            if len(self._pending) == self._pending.maxlen:
-                self._dropped += 1
-            self._pending.append(env)
-        else:
-            self._fresh += self._take_or_skip(env)
+        self.state.deliver(env)
         self._ask_frame()
-
-    def _take_or_skip(self, item: dict[str, Any] | bytes) -> int:
-        """`_take`, and an event the model cannot take skipped and counted on the status line:
-        one odd envelope never stops the dashboard."""
-        try:
-            return int(self._take(item))
-        except Exception as exc:
-            self._unreadable += 1
-            self.log.error(f"live event skipped: {exc!r}")
-            return 0
-
-    def _take(self, item: dict[str, Any] | bytes) -> bool:
-        """One delivered envelope into the model; False for what is none, or in from the history."""
-        raw = item if isinstance(item, bytes) else None
-        if isinstance(item, bytes):
-            try:
-                decoded = orjson.loads(item)
-            except orjson.JSONDecodeError:
-                return False  # not an envelope: the store dead-letters it, the dashboard skips it
-            if not isinstance(decoded, dict):
-                return False
-            env: dict[str, Any] = decoded
-        else:
-            env = item
-        if self._history_ids and str(env.get("id", "")) in self._history_ids:
-            return False  # already in from the history
-        self.apply(env, raw)
-        return True
 
     def _ask_frame(self) -> None:
         wait = self._pacer.ask(time.monotonic())
@@ -261,12 +234,12 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def _framed(self, started: float) -> None:
         self._pacer.painted(time.thread_time() - started, time.monotonic())
-        if self._fresh or (self._pending and not self.paused):
+        if self.state.fresh or (self.state.pending and not self.state.paused):
             self._ask_frame()  # what came during the frame
 
     def _laid_out(self) -> None:
         self._pacer.ready = True  # a frame now lands where it should
-        if self._pending or self._fresh:
+        if self.state.pending or self.state.fresh:
             self._ask_frame()
 
     def _tick(self) -> None:
@@ -276,35 +249,75 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     @property
     def waiting(self) -> int:
-        return len(self._pending)
+        return self.state.waiting
 
     def bus_status(self, ok: bool, text: str) -> None:
-        self.bus_ok, self.bus_text = ok, text
+        self.state.bus_status(ok, text)
         self._dirty = True
 
-    @work(exclusive=True, group="live")
+    @work(exclusive=True, group="live", exit_on_error=False)
     async def run_live(self) -> None:
         await self.live.run(self.deliver, self.bus_status)
 
-    def apply(self, env: dict[str, Any], raw: bytes | None = None) -> None:
-        """One envelope into the model: feed, roster (and the agent's timeline), team. Token usage
-        is no event a person reads: it makes the costs be asked again, soon. An alert: see alerts_view."""
-        if is_alert(env):
-            if self.alerts.take(env) and self.alerts.bell:
-                self.bell()
+    # -- the store's answers -------------------------------------------------------------------
+
+    def refresh_truth(self) -> None:
+        """Ask the store for its answer again (unless the last question is still out)."""
+        if self.history is not None and (asked := self.state.ask_truth()) is not None:
+            self.load_truth(asked, self.state.roster.max_agents)
+
+    @on(TruthIn)
+    def _truth_in(self, message: TruthIn) -> None:
+        if self.state.take_truth(message.value) and self.history is not None:
+            self.load_history(self.history_rows)
+        self._dirty = True
+
+    @on(TruthFailed)
+    def _truth_failed(self, message: TruthFailed) -> None:
+        if self.state.truth_failed(message.value):  # a dashboard opened before the store
+            self.set_timer(HISTORY_RETRY_SECONDS, self.refresh_truth)
+        self._dirty = True
+
+    @on(HistoryIn)
+    def _history_in(self, message: HistoryIn) -> None:
+        self.state.take_history(message.value)
+        self._dirty = True
+
+    @on(HistoryFailed)
+    def _history_failed(self, message: HistoryFailed) -> None:
+        self.state.history_failed(message.value)
+        self.set_timer(HISTORY_RETRY_SECONDS, lambda: self.load_history(self.history_rows))
+        self._dirty = True
+
+    def _ring(self) -> None:
+        self.bell()  # looked up at each alert: a test may stand in for the bell
+
+    def _ask_costs(self) -> None:
+        self.state.ask_costs()
+        self.load_costs()
+
+    @on(CostsIn)
+    def _costs_in(self, message: CostsIn) -> None:
+        self.state.take_costs(message.value)
+        self._dirty = True
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """Every worker's unexpected failure (the store's are expected: their messages say why):
+        logged, said on the status line, and the dashboard goes on."""
+        worker = event.worker
+        if event.state != WorkerState.ERROR:
             return
-        if env.get("kind") in truth.NOT_EVENTS:
-            if not self._costs_due and self.history is not None:
-                self._costs_due = True
-                self.set_timer(COST_AFTER_USAGE_SECONDS, self.load_costs)
-            return
-        line = self.feed.add(FeedLine.of(env, raw))
-        self.roster.apply(env, line)
-        self.team.apply(env)
-        if self.history is not None:
-            self.unconfirmed.add(env)
-        elif env.get("kind") != "message":
-            self.events_total += 1  # no store: the live events are all there is
+        error = worker.error
+        text = f"{worker.group} failed: {one_line(f'{type(error).__name__}: {error}', 160)}"
+        self.log.error(f"worker {worker.name!r} failed: {error!r}")
+        if worker.group == "live":
+            self.bus_status(False, text)
+        elif worker.group == "truth":
+            self.state.truth_failed(text)
+        else:
+            self.state.store_status(f"store: {text}")
+        self._dirty = True
 
     # -- repaint -----------------------------------------------------------------------------
 
@@ -314,22 +327,18 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def _repaint(self) -> int:
         """Apply what waited (paused, the history loading) and paint; how many events are new on it."""
-        drained, self._fresh = self._fresh, 0
-        while self._pending and not self.paused and self._history_done:
-            drained += self._take_or_skip(self._pending.popleft())
-        if self._history_ids and not self._pending:
-            self._history_ids.clear()
+        drained = self.state.drain()
         if not self._main_visible():
             self._dirty = self._dirty or drained > 0  # painted when the live view is back
             return drained
         try:
-            self.roster.settle(self.clock())
+            self.state.roster.settle(self.clock())
             if drained or self._dirty:
                 self._dirty = False
                 self._paint_status()
                 self._paint_roster()
                 self._paint_feed()
-            elif self.roster:
+            elif self.state.roster:
                 self._paint_roster()  # ages, running times and lost agents move on
                 if time.monotonic() - self._status_at >= 1.0:
                     self._paint_status()
@@ -381,37 +390,39 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def _paint_status(self) -> None:
         self._status_at = time.monotonic()
-        self._main_query("#status", Line).show(fit(live_segments(self), self.size.width))
+        segments = live_segments(self.state, self.palette, self.clock())
+        self._main_query("#status", Line).show(fit(segments, self.size.width))
 
     def _paint_roster(self) -> None:
         """Hand the ordered roster to the table: it formats only the rows on screen."""
         # `agent:NAME` in the filter narrows the roster too (by name or team, as a substring).
-        now = self.clock()
-        self._roster_rows = self.roster.ordered(
-            self.sort, text=self.filter.agent, now=now, show_folded=self.show_folded
+        now, state = self.clock(), self.state
+        self._roster_rows = state.roster.ordered(
+            state.sort, text=state.filter.agent, now=now, show_folded=state.show_folded
         )
         self._main_query("#roster", Table).set_rows(self._roster_rows, self._roster_cells)
-        title = roster_title(self.roster, now, self.show_folded)
+        title = roster_title(state.roster, now, state.show_folded)
         pane = self._main_query("#roster-pane", Vertical)
         if pane.border_title != title:  # setting it repaints the whole pane, its border and all
             pane.border_title = title
 
     def _roster_cells(self, row: tuple[int, Agent]) -> list[Cell]:
-        return roster_cells(row, self.clock(), self.palette, self.costs, self.alerts, self._roster_keys)
+        state = self.state
+        return roster_cells(row, self.clock(), self.palette, state.costs, state.alerts, self._roster_keys)
 
     def _paint_feed(self) -> None:
         """The whole (filtered) feed goes to the table by reference; following keeps the newest
         line selected, otherwise the selected line stays selected as others come and go."""
         table = self._main_query("#feed", Table)
-        previous = self._feed_lines
-        lines = self.feed.lines(self.filter)
+        previous, state = self._feed_lines, self.state
+        lines = state.feed.lines(state.filter)
         self._feed_lines = lines
-        if self.follow or not previous or not 0 <= table.cursor_row < len(previous):
-            table.set_rows(lines, self._feed_cells, follow=self.follow, stable=True)
+        if state.follow or not previous or not 0 <= table.cursor_row < len(previous):
+            table.set_rows(lines, self._feed_cells, follow=state.follow, stable=True)
             return
         selected = previous[table.cursor_row]
         table.set_rows(lines, self._feed_cells, stable=True)
-        start = max(0, table.cursor_row - (len(previous) - len(lines)) - self.feed.maxlen)
+        start = max(0, table.cursor_row - (len(previous) - len(lines)) - state.feed.maxlen)
         for index in range(min(table.cursor_row, len(lines) - 1), start - 1, -1):
             if lines[index] is selected:
                 table.move_cursor(index, scroll=False)
@@ -438,7 +449,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     @on(Input.Changed, "#filter")
     def filter_changed(self, event: Input.Changed) -> None:
-        self.filter = FeedFilter.parse(event.value, self.filter.bookkeeping)
+        self.state.filter = FeedFilter.parse(event.value, self.state.filter.bookkeeping)
         self._dirty = True
         self.repaint()
 
@@ -467,7 +478,11 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             envelope["data"] = json.loads(payload) if payload is not None else "(payload not found)"
         except (HistoryError, ValueError) as exc:
             envelope["data"] = f"(payload not loaded: {exc})"
-        self.call_from_thread(self.push_screen, EventScreen(envelope))
+        self.post_message(PayloadIn(envelope))
+
+    @on(PayloadIn)
+    def _payload_in(self, message: PayloadIn) -> None:
+        self.push_screen(EventScreen(message.value))
 
     @on(Table.RowSelected, "#roster")
     def open_agent(self, event: Table.RowSelected) -> None:
@@ -519,7 +534,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def action_alerts(self) -> None:
         self._to_live_view()
-        self.push_screen(AlertsScreen(self.alerts, self.show_agent))
+        self.push_screen(AlertsScreen(self.state.alerts, self.show_agent))
 
     def action_live(self) -> None:
         self._to_live_view()
@@ -535,30 +550,33 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self.query_one("#filter", Input).focus()
 
     def action_toggle_follow(self) -> None:
-        self.follow = not self.follow
+        self.state.follow = not self.state.follow
         self._dirty = True
 
     def action_toggle_folded(self) -> None:
-        self.show_folded = not self.show_folded
-        self.notify("stopped and lost agents shown" if self.show_folded else "stopped and lost agents folded")
+        shown = self.state.show_folded = not self.state.show_folded
+        self.notify("stopped and lost agents shown" if shown else "stopped and lost agents folded")
         self._dirty = True
 
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
+        self.state.paused = not self.state.paused
+        self._dirty = True
+
+    def action_toggle_bookkeeping(self) -> None:
+        shown = not self.state.filter.bookkeeping
+        self.state.filter = dataclasses.replace(self.state.filter, bookkeeping=shown)
+        self.notify("bookkeeping events shown" if shown else "bookkeeping events folded away")
         self._dirty = True
 
     def action_cycle_sort(self) -> None:
-        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
-        self.notify(f"roster sorted by {self.sort}")
+        state = self.state
+        state.sort = SORTS[(SORTS.index(state.sort) + 1) % len(SORTS)]
+        self.notify(f"roster sorted by {state.sort}")
         self._dirty = True
 
     def action_help(self) -> None:
         """The help, made once and kept: composing and wrapping its text was most of a `?`."""
-        from agentwatch.tui.tools_view import ToolsScreen
-
         if not self.is_screen_installed("help"):
-            screens = [("Agent detail", AgentScreen.BINDINGS), ("Team view", TeamScreen.BINDINGS),
-                       ("Tools and history", ToolsScreen.BINDINGS), *self.history_help()]  # fmt: skip
             live = [*self.BINDINGS, *Table.BINDINGS, *FilterInput.BINDINGS]
-            self.install_screen(HelpScreen(ABOUT, live, screens), "help")
+            self.install_screen(HelpScreen(ABOUT, live, other_screens()), "help")
         self.push_screen("help")

@@ -21,7 +21,7 @@ def system_commands(app: Any) -> Iterable[SystemCommand]:
         "Alerts", "Open and recent alerts of the watchdog; Enter: the agent", app.action_alerts
     )
     yield SystemCommand("Help", "Keys and what the columns mean", app.action_help)
-    for _, agent in app.roster.ordered(app.sort)[:PALETTE_AGENTS]:
+    for _, agent in app.state.roster.ordered(app.state.sort)[:PALETTE_AGENTS]:
         yield SystemCommand(
             f"Agent: {agent.name} ({agent.team or agent.scope[:8]})",
             f"{agent.state} · {agent.tool_calls} calls · {agent.errors} errors",

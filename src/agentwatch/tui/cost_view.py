@@ -63,6 +63,8 @@ def group_cells(by: str, row: dict[str, Any]) -> tuple[Any, ...]:
 class CostScreen(StoreScreen):
     """Burn rate now; cost by agent, team, model, day and harness; the most expensive turns."""
 
+    HELP: ClassVar[str] = "Cost"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding("w", "cycle_window", "Window", tooltip="1h, 1d, 7d, all, in turn"),

@@ -8,7 +8,7 @@ listed together (esc/q Back).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -21,6 +21,29 @@ from textual.widgets import Static
 Section = tuple[str, Sequence[BindingType]]
 KEYS_WIDTH = 10
 WORD_WIDTH = 12
+
+
+class Helped(Protocol):
+    """A screen the live view opens: its title in the help, and its keys."""
+
+    HELP: ClassVar[str]
+    BINDINGS: ClassVar[list[BindingType]]
+
+
+def other_screens() -> list[type[Helped]]:
+    """Every screen the live view opens, in the order the help lists them (imported here, when
+    the help is first asked for: most are opened rarely)."""
+    from agentwatch.tui.alerts_view import AlertsScreen
+    from agentwatch.tui.cost_view import CostScreen
+    from agentwatch.tui.replay import ReplayScreen
+    from agentwatch.tui.search_view import SearchScreen
+    from agentwatch.tui.session_page import SessionScreen
+    from agentwatch.tui.sessions_view import SessionsScreen
+    from agentwatch.tui.tools_view import ToolsScreen
+    from agentwatch.tui.views import AgentScreen, TeamScreen
+
+    return [AgentScreen, TeamScreen, AlertsScreen, ToolsScreen, SessionsScreen, SessionScreen, ReplayScreen,
+            SearchScreen, CostScreen]  # fmt: skip
 
 
 def described(app: App[Any], bindings: Iterable[BindingType]) -> list[tuple[str, Binding]]:
@@ -58,13 +81,15 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
-    def __init__(self, about: Sequence[str], live: Sequence[BindingType], screens: Sequence[Section]) -> None:
+    def __init__(
+        self, about: Sequence[str], live: Sequence[BindingType], others: Sequence[type[Helped]]
+    ) -> None:
         """`about`: lines saying what the live view shows; `live`: its bindings, one line each with
-        its tooltip; `screens`: the other screens' bindings, one paragraph each."""
+        its tooltip; `others`: the other screens, their bindings one paragraph each."""
         super().__init__()
         self.about = about
         self.live = live
-        self.screens = screens
+        self.screens: list[Section] = [(screen.HELP, screen.BINDINGS) for screen in others]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):

@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from agentwatch.format import clock
-from agentwatch.tui.alerts_view import Alerts
+from agentwatch.tui.alerts import Alerts
 from agentwatch.tui.common import Line, Palette
 from agentwatch.tui.costs import Costs
 from agentwatch.tui.layout import COMPACT_ROSTER_COLUMNS
@@ -78,6 +78,8 @@ class Replay:
 
 class ReplayScreen(Screen[None]):
     """The roster and feed of a past session, as they were, played at a chosen speed."""
+
+    HELP: ClassVar[str] = "Replay"  # its keys' title in the help
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),

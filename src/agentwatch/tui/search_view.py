@@ -33,6 +33,8 @@ def result_cells(row: dict[str, Any]) -> tuple[Any, ...]:
 class SearchScreen(StoreScreen):
     """Type, Enter: the events that hold it, newest first; Enter on one: its session, at it."""
 
+    HELP: ClassVar[str] = "Search"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("slash", "focus_input", "Search"),

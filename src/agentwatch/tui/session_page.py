@@ -100,6 +100,8 @@ def event_cells(env: dict[str, Any]) -> tuple[Any, ...]:
 class SessionScreen(StoreScreen):
     """One session from the store: turns (with the selected turn's events), events, agents, alerts."""
 
+    HELP: ClassVar[str] = "A session"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding("1", "tab('turns')", "Turns"),

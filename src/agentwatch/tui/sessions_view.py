@@ -53,6 +53,8 @@ def session_row(row: dict[str, Any]) -> tuple[Any, ...]:
 class SessionsScreen(StoreScreen):
     """Every session, newest first; a filter; Enter: the session's page."""
 
+    HELP: ClassVar[str] = "Sessions"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding(

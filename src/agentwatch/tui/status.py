@@ -8,21 +8,22 @@ at all. No Textual here: rich Text in, rich Text out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.text import Text
 
 from agentwatch.agents import DONE
 from agentwatch.format import age
 from agentwatch.harnesses import CLAUDE_CODE, SHORT
-from agentwatch.tui.model import Feed, sparkline
-from agentwatch.tui.roster import Agent, Roster, Unconfirmed
+from agentwatch.tui.model import sparkline
+from agentwatch.tui.roster import Agent, Roster
 
 if TYPE_CHECKING:
-    from agentwatch.tui.alerts_view import Alerts
+    from agentwatch.tui.alerts import Alerts
     from agentwatch.tui.common import Palette
     from agentwatch.tui.costs import Costs
+    from agentwatch.tui.live import LiveState
 
 # What an empty dashboard says: nothing has arrived, and how to make something arrive.
 EMPTY_HINT = "no events yet: register the hook with `agentwatch hooks install`, or try `agentwatch demo`"
@@ -61,60 +62,28 @@ def fit(segments: Sequence[Segment], width: int) -> Text:
     return line
 
 
-class LiveView(Protocol):
-    """What the status line reads of the app."""
-
-    roster: Roster
-    feed: Feed
-    unconfirmed: Unconfirmed
-    alerts: Alerts
-    costs: Costs
-    clock: Callable[[], float]
-    paused: bool
-    follow: bool
-    sort: str
-    bus_ok: bool
-    bus_text: str
-    store_ok: bool
-    store_text: str
-    events_total: int
-    show_folded: bool
-    _dropped: int
-    _unreadable: int
-    _history_done: bool
-    _roster_rows: list[tuple[int, Agent]]
-
-    @property
-    def palette(self) -> Palette: ...
-
-    @property
-    def waiting(self) -> int:
-        """Live events held while paused."""
-
-
-def live_segments(app: LiveView) -> list[Segment]:
+def live_segments(state: LiveState, pal: Palette, now: float) -> list[Segment]:
     """The status line's parts, by priority: paused, open alerts and a bus or store that cannot be
     reached first (never cut), then the bus, the figures, the cost, the rest."""
-    pal = app.palette
     warn = f"bold {pal.status['running']}"
-    folded = 0 if app.show_folded else app.roster.folded_count(app.clock())
-    alerts = app.alerts.status()
-    figures = f"{app.roster.total} agents" + (f" ({folded} folded: o)" if folded else "")
-    figures += f" · {app.events_total + app.unconfirmed.events:,} events"
+    folded = 0 if state.show_folded else state.roster.folded_count(now)
+    alerts = state.alerts.status()
+    figures = f"{state.roster.total} agents" + (f" ({folded} folded: o)" if folded else "")
+    figures += f" · {state.events_total + state.unconfirmed.events:,} events"
     return [
-        Segment(f"PAUSED ({app.waiting} waiting)" if app.paused else "", warn, keep=True),
+        Segment(f"PAUSED ({state.waiting} waiting)" if state.paused else "", warn, keep=True),
         Segment(f"{alerts} (!)" if alerts else "", f"bold {pal.error}", keep=True),
-        Segment("" if app.bus_ok else f"○ {app.bus_text}", pal.error, keep=True),
-        Segment("" if app.store_ok else app.store_text, pal.error, keep=True),
-        Segment(f"● {app.bus_text}" if app.bus_ok else "", pal.good),
+        Segment("" if state.bus_ok else f"○ {state.bus_text}", pal.error, keep=True),
+        Segment("" if state.store_ok else state.store_text, pal.error, keep=True),
+        Segment(f"● {state.bus_text}" if state.bus_ok else "", pal.good),
         Segment(figures, "dim"),
-        Segment(EMPTY_HINT if not app.feed.total and app._history_done else "", warn),
-        Segment(app.costs.status(), "dim"),
-        Segment(app.store_text if app.store_ok else "", "dim"),
-        Segment(f"sorted by {app.sort}", "dim"),
-        Segment("follow off" if not app.follow else "", warn),
-        Segment(f"{app._dropped} events dropped while behind" if app._dropped else "", warn),
-        Segment(f"{app._unreadable} events skipped (unreadable)" if app._unreadable else "", warn),
+        Segment(EMPTY_HINT if not state.feed.total and state.history_done else "", warn),
+        Segment(state.costs.status(), "dim"),
+        Segment(state.store_text if state.store_ok else "", "dim"),
+        Segment(f"sorted by {state.sort}", "dim"),
+        Segment("follow off" if not state.follow else "", warn),
+        Segment(f"{state.dropped} events dropped while behind" if state.dropped else "", warn),
+        Segment(f"{state.unreadable} events skipped (unreadable)" if state.unreadable else "", warn),
     ]
 
 

@@ -59,6 +59,8 @@ STUCK_SECONDS = 60.0
 class ToolsScreen(Screen[None]):
     """Per-tool statistics and recent sessions over a window of time, refreshed while shown."""
 
+    HELP: ClassVar[str] = "Tools and history"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         Binding("q", "back", "Back", show=False),

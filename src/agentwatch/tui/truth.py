@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentwatch.store import queries
-from agentwatch.tui.model import Feed, FeedLine
 from agentwatch.tui.roster import Roster, Unconfirmed
 from agentwatch.tui.sources import HistorySource
 from agentwatch.tui.team import Team
@@ -77,26 +76,3 @@ def take(answer: Truth, roster: Roster, team: Team, unconfirmed: Unconfirmed) ->
     for env in unconfirmed.envelopes():
         roster.apply(env, note=False)
         team.apply(env)
-
-
-def take_history(
-    envelopes: Sequence[dict[str, Any]], feed: Feed, roster: Roster, team: Team
-) -> tuple[Feed, set[str]]:
-    """The stored recent events into the feed and the timelines (they count nothing: the store's
-    answer has them), then what came live before them, so the feed stays in time order: the feed
-    to show, and the ids it took from the store."""
-    live = feed.lines()
-    if live:  # the history came late: the feed starts again from it
-        feed = Feed(feed.maxlen)
-    stored = set()
-    for env in envelopes:
-        if "rule" in env or env.get("kind") in NOT_EVENTS:
-            continue
-        line = feed.add(FeedLine.of(env))
-        roster.apply(env, line, count=False)
-        team.apply(env, count=False)
-        stored.add(str(env.get("id", "")))
-    for line in live:
-        if str(line.envelope.get("id", "")) not in stored:
-            feed.add(line)
-    return feed, stored

@@ -22,10 +22,11 @@ from agentwatch.format import age, clock, duration, one_line
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui.common import Palette, refill
+from agentwatch.tui.live import LiveState
 from agentwatch.tui.model import TIMELINE_MAX, FeedLine, conversation, errors, sparkline, tool_calls
-from agentwatch.tui.roster import Agent, Roster, idle_teammates
+from agentwatch.tui.roster import Agent, idle_teammates
 from agentwatch.tui.sources import HistorySource, answer_envelopes
-from agentwatch.tui.team import Team
+from agentwatch.tui.store_side import AgentStored
 
 VIEW_REPAINT_SECONDS = 0.5
 DETAIL_ROWS = 300
@@ -62,8 +63,7 @@ class TablesScreen(Screen[None]):
 class Dashboard(Protocol):
     """What the screens need from the app."""
 
-    roster: Roster
-    team: Team
+    state: LiveState
     clock: Callable[[], float]
     history: HistorySource | None
 
@@ -78,6 +78,8 @@ class AgentScreen(TablesScreen):
 
     Newest first in every table: the detail is read from the top, while things happen.
     """
+
+    HELP: ClassVar[str] = "Agent detail"  # its keys' title in the help
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
@@ -135,31 +137,23 @@ class AgentScreen(TablesScreen):
         try:
             answer = self.dash.history.query(*queries.agent_events(self.key, TIMELINE_MAX))
         except HistoryError as exc:
-            self.app.call_from_thread(self._stored_in, [], f"store: {one_line(exc, 160)}: live events only")
+            self.post_message(AgentStored(([], f"store: {one_line(exc, 160)}: live events only")))
             return
-        lines = [FeedLine.of(env) for env in answer_envelopes(answer)]
-        self.app.call_from_thread(self._stored_in, lines, "")
+        self.post_message(AgentStored(([FeedLine.of(env) for env in answer_envelopes(answer)], "")))
 
-    def _stored_in(self, lines: list[FeedLine], note: str) -> None:
-        self._stored, self.history_note = lines, note
+    @on(AgentStored)
+    def _stored_in(self, message: AgentStored) -> None:
+        self._stored, self.history_note = message.value
         self.repaint()
-
-    def merged_lines(self, agent: Agent | None) -> list[FeedLine]:
-        """The stored events then the live ones, each event once, oldest first."""
-        live = list(agent.timeline) if agent is not None else []
-        if not self._stored:
-            return live
-        seen = {str(line.envelope.get("id", "")) for line in live}
-        older = [line for line in self._stored if str(line.envelope.get("id", "")) not in seen]
-        return sorted(older + live, key=lambda line: line.at)[-2 * TIMELINE_MAX :]
 
     def repaint(self) -> None:
         if gone(self):
             return
-        agent = self.dash.roster.get(self.key)
+        roster = self.dash.state.roster
+        agent = roster.get(self.key)
         now = self.dash.clock()
         pal = self.dash.palette
-        self._lines = lines = self.merged_lines(agent)
+        self._lines = lines = self.dash.state.lines_of(self.key, self._stored)
         self._paint_head(agent, now, pal)
         recent = lines[-DETAIL_ROWS:][::-1]
         refill(
@@ -194,7 +188,7 @@ class AgentScreen(TablesScreen):
                 for ln in errors(lines)[-DETAIL_ROWS:][::-1]
             ],
         )
-        children = self.dash.roster.children(self.key)
+        children = roster.children(self.key)
         self._subagents = [c.key for c in children]
         refill(
             self._tables["agent-subagents"],
@@ -252,6 +246,8 @@ class AgentScreen(TablesScreen):
 class TeamScreen(TablesScreen):
     """Who messaged whom, tasks created and completed, and teammates sitting idle."""
 
+    HELP: ClassVar[str] = "Team view"  # its keys' title in the help
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "app.pop_screen", "Back")]
 
     def __init__(self, dash: Dashboard) -> None:
@@ -286,13 +282,14 @@ class TeamScreen(TablesScreen):
             return
         now = self.dash.clock()
         pal = self.dash.palette
-        edges = self.dash.team.edges()
-        tasks = self.dash.team.tasks()
-        idle = idle_teammates(self.dash.roster)
+        roster, team = self.dash.state.roster, self.dash.state.team
+        edges = team.edges()
+        tasks = team.tasks()
+        idle = idle_teammates(roster)
         open_tasks = sum(1 for t in tasks if not t.done)
         self._show_head(
             Text(
-                f"team  {self.dash.roster.total} agents · {sum(e.count for e in edges)} messages on "
+                f"team  {roster.total} agents · {sum(e.count for e in edges)} messages on "
                 f"{len(edges)} edges · {len(tasks)} tasks ({open_tasks} open) · {len(idle)} idle",
                 style="bold",
             )
