@@ -66,7 +66,7 @@ async def measure(frames: int, events: int) -> dict[str, Any]:
     bodies = [body for _, body in demo_messages(WARMUP_EVENTS + frames * events)]
     app = FrameApp()
     async with app.run_test(size=SIZE) as pilot:
-        while not app.bus_ok:
+        while not app.state.bus_ok:
             await pilot.pause(0.05)
         for body in bodies[:WARMUP_EVENTS]:
             app.deliver(body)

@@ -237,9 +237,9 @@ async def run(args: argparse.Namespace, url: str, workdir: Path) -> int:
     app = ScreenApp(NatsLiveSource(url))
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 30
-        while not app.bus_ok:
+        while not app.state.bus_ok:
             if time.monotonic() > deadline:
-                print(f"the dashboard did not connect to {url}: {app.bus_text}")
+                print(f"the dashboard did not connect to {url}: {app.state.bus_text}")
                 return 3
             await pilot.pause(0.1)
         probes = Probes(app, url, workdir)

@@ -134,8 +134,10 @@ class MeasuredApp(AgentwatchApp):
     def repaint(self) -> None:
         started = time.perf_counter()
         super().repaint()
-        self.repaint_times.append((time.perf_counter() - started, self.feed.total - self._painted_total))
-        self._painted_total = self.feed.total
+        self.repaint_times.append(
+            (time.perf_counter() - started, self.state.feed.total - self._painted_total)
+        )
+        self._painted_total = self.state.feed.total
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         update: object = renderable
@@ -161,13 +163,13 @@ Check = Callable[[MeasuredApp, Before], bool]
 
 def _filter_is(text: str) -> Check:
     return lambda app, _b: (
-        app.query_one("#filter", Input).value == text and app.filter == FeedFilter(text=text)
+        app.query_one("#filter", Input).value == text and app.state.filter == FeedFilter(text=text)
     )
 
 
 KEYS: list[tuple[str, str | None, Check]] = [
-    ("s", "s", lambda app, b: app.sort != b.sort),
-    ("f", "f", lambda app, b: app.follow != b.follow),
+    ("s", "s", lambda app, b: app.state.sort != b.sort),
+    ("f", "f", lambda app, b: app.state.follow != b.follow),
     ("question_mark", "?", lambda app, _b: isinstance(app.screen, HelpScreen)),
     ("escape", "\x1b", lambda app, _b: not isinstance(app.screen, HelpScreen)),
     ("slash", "/", lambda app, _b: isinstance(app.focused, Input)),
@@ -199,7 +201,7 @@ async def _round(app: MeasuredApp) -> None:
 
 async def press(app: MeasuredApp, key: str, char: str | None, check: Check) -> float | None:
     """Seconds from the key to a repainted screen showing its effect; None when never answered."""
-    before = Before(app.sort, app.follow, app.focused)
+    before = Before(app.state.sort, app.state.follow, app.focused)
     event = events.Key(key, char)
     event.set_sender(app)
     driver = app._driver
@@ -247,7 +249,8 @@ async def repaint_cost(app: MeasuredApp, runs: int = 10) -> str:
     )
     feed_rows = app.query_one("#feed", Table).row_count
     return (
-        f"repaint cost, bus quiet ({len(app.roster)} agents, {feed_rows} feed rows; CPU, median of {runs}): "
+        f"repaint cost, bus quiet ({len(app.state.roster)} agents, {feed_rows} feed rows; "
+        f"CPU, median of {runs}): "
         f"full {full[0]} (app code {full[1]}, the rest Textual rendering the visible lines); "
         f"roster-only tick {tick[0]} (app code {tick[1]})"
     )
@@ -310,7 +313,7 @@ async def measure(app: MeasuredApp, name: str, seconds: float, interval: float) 
         asyncio.create_task(probe_lag(phase.lags, stop)),
         asyncio.create_task(sample_rss(phase.rss, stop)),
     ]
-    received, applied = app.received, app.feed.total
+    received, applied = app.received, app.state.feed.total
     app.repaint_times.clear()
     started, cpu = time.monotonic(), time.process_time()
     presses = step = 0
@@ -327,7 +330,7 @@ async def measure(app: MeasuredApp, name: str, seconds: float, interval: float) 
             step = (step + 1) % len(KEYS)
         await asyncio.sleep(max(0.0, started + presses * interval - time.monotonic()))
     phase.seconds, phase.cpu = time.monotonic() - started, time.process_time() - cpu
-    phase.received, phase.applied = app.received - received, app.feed.total - applied
+    phase.received, phase.applied = app.received - received, app.state.feed.total - applied
     phase.repaints = list(app.repaint_times)
     stop.set()
     await asyncio.gather(*tasks)
@@ -416,7 +419,7 @@ async def settle(app: MeasuredApp, quiet: float = 1.0, timeout: float = 60.0) ->
     deadline = time.monotonic() + timeout
     last = (-1, -1)
     while time.monotonic() < deadline:
-        now = (app.received, app.feed.total)
+        now = (app.received, app.state.feed.total)
         if now == last:
             return
         last = now
@@ -521,9 +524,9 @@ async def run(args: argparse.Namespace, url: str, history_env: dict[str, str] | 
     profiler = cProfile.Profile() if args.profile else None
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 30
-        while not app.bus_ok:
+        while not app.state.bus_ok:
             if time.monotonic() > deadline:
-                print(f"the dashboard did not connect to {url}: {app.bus_text}")
+                print(f"the dashboard did not connect to {url}: {app.state.bus_text}")
                 return 3
             await pilot.pause(0.1)
         warmup = await start_demo(url, "--rate", "0", "--count", str(WARMUP_EVENTS), "--seed", "7")

@@ -47,7 +47,7 @@ async def test_a_stuck_tool_reaches_the_dashboard_and_the_command(
     app.bell = lambda: None  # type: ignore[method-assign]
     try:
         async with app.run_test(size=(160, 40)) as pilot:
-            await until(pilot, "bus connected", lambda: app.bus_ok)
+            await until(pilot, "bus connected", lambda: app.state.bus_ok)
             await asyncio.to_thread(emit, capture("PreToolUse", "Bash", "2421d2e0"), store_env, tmp_path)
             started = time.monotonic()
             await until(pilot, "the alert on the status line", lambda: "1 open alert" in status_line(app), 20)

@@ -196,10 +196,10 @@ async def main() -> None:
         for _ in range(200):
             await pilot.pause(0.05)
             status = str(app.query_one("#status").render())
-            if app.bus_ok and "recent events loaded" in status:
+            if app.state.bus_ok and "recent events loaded" in status:
                 break
         print("STATUS", status)
-        print("BUS", app.bus_ok)
+        print("BUS", app.state.bus_ok)
     collector = {"faststream", "chdb", "pandas", "pyarrow", "aiohttp", "textual_serve"}
     loaded = sorted({m.split(".")[0] for m in sys.modules} & collector)
     loaded += [m for m in sys.modules if m.startswith("agentwatch.consumers")]

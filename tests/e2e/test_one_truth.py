@@ -141,16 +141,16 @@ def on_screen(app: AgentwatchApp) -> dict[str, Any]:
         cells = dict(zip(labels, (str(c) for c in table.get_row_at(i)), strict=True))
         roster[agent.key] = (cells["state"], cells["calls"], cells["err"], cells["msg"], cells["cost"])
     status = str(app.query_one("#status").render())
-    alerts = len(app.alerts.open)
+    alerts = len(app.state.alerts.open)
     if alerts:
         assert f"{alerts} open alert" in status, status
-    assert f"{app.roster.total} agents" in status, status
+    assert f"{app.state.roster.total} agents" in status, status
     return {
         "roster": roster,
-        "edges": sorted((e.team, e.sender, e.recipient, str(e.count)) for e in app.team.edges()),
+        "edges": sorted((e.team, e.sender, e.recipient, str(e.count)) for e in app.state.team.edges()),
         "open_alerts": alerts,
-        "agents": app.roster.total,
-        "events": app.events_total + app.unconfirmed.events,
+        "agents": app.state.roster.total,
+        "events": app.state.events_total + app.state.unconfirmed.events,
     }
 
 
@@ -172,7 +172,7 @@ async def agrees(
 async def open_dashboard(env: dict[str, str], check: Any) -> Any:
     history = History(env, timeout=10)
     app = AgentwatchApp(NatsLiveSource(env["AGENTWATCH_NATS_URL"], env), history, refresh_seconds=1.0)
-    app.show_folded = True
+    app.state.show_folded = True
     try:
         async with app.run_test(size=(250, 60)) as pilot:
             return await check(app, pilot)

@@ -96,7 +96,7 @@ def test_the_tools_view_and_the_dashboard_keep_one_connection(
             try:
                 async with app.run_test(size=(160, 40)) as pilot:
                     await pilot.pause(3)  # about fifteen refreshes of the store's figures
-                    assert app.store_ok, app.store_text
+                    assert app.state.store_ok, app.state.store_text
             finally:
                 for worker in [w for w in app.workers if w.group == "live"]:
                     with contextlib.suppress(WorkerCancelled):

@@ -143,7 +143,7 @@ async def test_the_dashboard_never_shows_the_password(up: bool, auth_bus: NatsSe
                 # nor bus_ok before the line is repainted).
                 said = "connecting to the bus" not in status
                 found = (
-                    (app.bus_ok and "store: not asked" not in status)
+                    (app.state.bus_ok and "store: not asked" not in status)
                     if up
                     else "○ no server answers" in status
                 )
@@ -152,7 +152,7 @@ async def test_the_dashboard_never_shows_the_password(up: bool, auth_bus: NatsSe
             # The status as it was when it said so: a down bus's line goes back to "connecting"
             # between retries.
             screen = app.export_screenshot()
-            connected = app.bus_ok
+            connected = app.state.bus_ok
     finally:
         for worker in [w for w in app.workers if w.group == "live"]:
             with contextlib.suppress(WorkerCancelled, asyncio.TimeoutError):

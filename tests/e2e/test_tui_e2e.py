@@ -152,7 +152,7 @@ async def check_dashboard(
 ) -> None:
     # History: loaded from the store through its query service, before any live event.
     await until(pilot, "history loaded", lambda: "store: 3 recent events loaded" in status_line(app))
-    await until(pilot, "bus connected", lambda: app.bus_ok)
+    await until(pilot, "bus connected", lambda: app.state.bus_ok)
     await until(pilot, "history in the roster", lambda: "main-2421d2e0" in roster(app))
     main = roster(app)["main-2421d2e0"]
     # Its latest state event is the Read's result (agents.TRANSITIONS): thinking, as SQL says too.
@@ -206,4 +206,4 @@ async def check_dashboard(
     assert [r["event"] for r in live[:3]] == ["PostToolUse", "PreToolUse", "PostToolUse"]
     assert live[3]["event"] in ("PostToolUse", "message"), "the message envelope (SendMessage's companion)"
     assert "3 agents · 6 events" in status_line(app)
-    assert app.feed.total == 7, "nothing shown twice (history and live de-duplicated)"
+    assert app.state.feed.total == 7, "nothing shown twice (history and live de-duplicated)"

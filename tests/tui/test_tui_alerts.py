@@ -30,7 +30,7 @@ async def test_an_alert_is_counted_marked_rung_and_resolved() -> None:
         await until(pilot, lambda: "1 open alert" in status_text(app))
         assert rings == [1]
         assert any(row[0].startswith("! ") and lead in row[0] for row in roster_rows(app))
-        assert app.feed.total == len(traffic)  # an alert is not an event of the feed
+        assert app.state.feed.total == len(traffic)  # an alert is not an event of the feed
         live = app.live
         live.deliver(alert("firing", lead))  # type: ignore[attr-defined]
         live.deliver(alert("resolved", lead))  # type: ignore[attr-defined]

@@ -172,8 +172,13 @@ async def painted(pilot: Any, app: AgentwatchApp, events: int) -> None:
 
     def done() -> bool:
         feed = app.query_one("#feed", Table)
-        want = len(app.feed.lines(app.filter))
-        return app.feed.total >= events and feed.row_count == want and not app._pending and not app._dirty
+        want = len(app.state.feed.lines(app.state.filter))
+        return (
+            app.state.feed.total >= events
+            and feed.row_count == want
+            and not app.state.pending
+            and not app._dirty
+        )
 
     await until(pilot, done)
 
@@ -277,7 +282,7 @@ async def test_help_pause_and_sort_keys() -> None:
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         await pilot.press("p")
-        assert app.paused
+        assert app.state.paused
         assert app.live.__class__ is FakeLive
         app.deliver(team_traffic()[0])
         await pilot.pause(0.4)
@@ -286,7 +291,7 @@ async def test_help_pause_and_sort_keys() -> None:
         await painted(pilot, app, 8)
         assert len(feed_rows(app)) == 8
         await pilot.press("s")
-        assert app.sort == "recent"
+        assert app.state.sort == "recent"
 
 
 def test_main_screen_snapshot(snap_compare: Any) -> None:
@@ -311,7 +316,7 @@ async def test_raw_bus_bytes_are_decoded_and_bad_ones_skipped() -> None:
         for env in envelopes:
             live.deliver(encode_envelope(env))
         await painted(pilot, app, 7)
-        assert app.feed.total == 7, "the two bad messages were skipped"
+        assert app.state.feed.total == 7, "the two bad messages were skipped"
         feed = app.query_one("#feed", Table)
         feed.focus()
         feed.move_cursor(4)
@@ -378,14 +383,16 @@ async def test_a_live_event_is_in_the_model_when_it_arrives_and_a_frame_only_pai
         assert live.deliver is not None
         first, second, third = team_traffic()[:3]
         live.deliver(first)
-        assert (app.feed.total, app.waiting, len(app.roster)) == (1, 0, 1), "in the model, no frame yet"
+        assert (app.state.feed.total, app.waiting, len(app.state.roster)) == (1, 0, 1), (
+            "in the model, no frame yet"
+        )
         assert feed_rows(app) == []
         await painted(pilot, app, 1)
         assert len(feed_rows(app)) == 1
         app.action_toggle_pause()
         live.deliver(second)
         live.deliver(third)
-        assert (app.feed.total, app.waiting) == (1, 2), "paused: they wait"
+        assert (app.state.feed.total, app.waiting) == (1, 2), "paused: they wait"
         app.action_toggle_pause()
         await painted(pilot, app, 3)
         assert [row[2] for row in feed_rows(app)] == ["UserPromptSubmit", "PreToolUse", "SubagentStart"]

@@ -58,7 +58,7 @@ async def test_history_loads_once_the_store_answers(monkeypatch: pytest.MonkeyPa
         await until(pilot, lambda: len(feed_rows(app)) == len(traffic))
         texts = [row[3] for row in feed_rows(app)]
         assert texts == [env["text"] for env in traffic], "history first, then what came live: time order"
-        (reviewer,) = app.roster.named("reviewer")
+        (reviewer,) = app.state.roster.named("reviewer")
         assert reviewer.state == "waiting"
 
 
@@ -92,7 +92,7 @@ async def test_escape_clears_the_filter_then_leaves_it() -> None:
 async def test_an_empty_dashboard_says_what_to_do() -> None:
     app = make_app([], FakeHistory([]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await until(pilot, lambda: app.store_text == "store: 0 recent events loaded")
+        await until(pilot, lambda: app.state.store_text == "store: 0 recent events loaded")
         await until(pilot, lambda: EMPTY_HINT in status_text(app))
         assert "agentwatch hooks install" in EMPTY_HINT and "agentwatch demo" in EMPTY_HINT
 

@@ -257,7 +257,7 @@ async def test_bookkeeping_is_folded_out_of_the_feed_until_asked_for() -> None:
     ]
     app = AgentwatchApp(FakeLive(envelopes))
     async with app.run_test(size=(160, 40)) as pilot:
-        await until(pilot, lambda: len(app.feed) == 3, "events in")
+        await until(pilot, lambda: len(app.state.feed) == 3, "events in")
         await pilot.pause(0.3)
         assert [line.event for line in app._feed_lines] == ["PreToolUse"]
         await pilot.press("b")

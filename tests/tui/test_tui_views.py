@@ -145,7 +145,7 @@ async def test_the_live_view_keeps_counting_while_another_view_is_shown() -> Non
         assert live.deliver is not None
         for env in team_traffic()[2:]:
             live.deliver(env)
-        await until(pilot, lambda: app.feed.total == 7)
+        await until(pilot, lambda: app.state.feed.total == 7)
         assert app.query_one("#feed", Table).row_count == 2, "the hidden view is not painted"
         await pilot.press("escape")
         await painted(pilot, app, 7)

@@ -22,5 +22,5 @@ async def test_an_unexpected_failure_of_a_worker_is_said_and_the_dashboard_goes_
     app = AgentwatchApp(FakeLive(team_traffic()), BrokenHistory(), clock=lambda: BASE)
     async with app.run_test(size=(200, 40)) as pilot:
         await until(pilot, lambda: "truth failed: RuntimeError: a bug in the reader" in status_text(app))
-        assert app.is_running and not app.store_ok
-        await until(pilot, lambda: app.feed.total == 7)  # live events shown meanwhile
+        assert app.is_running and not app.state.store_ok
+        await until(pilot, lambda: app.state.feed.total == 7)  # live events shown meanwhile

@@ -20,7 +20,6 @@ import dataclasses
 import gc
 import json
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
@@ -41,7 +40,6 @@ from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui import truth
 from agentwatch.tui.actions import HISTORY_BINDINGS, HistoryActions
-from agentwatch.tui.alerts import Alerts
 from agentwatch.tui.alerts_view import AlertsScreen
 from agentwatch.tui.commands import system_commands
 from agentwatch.tui.common import EventScreen, FilterInput, FullCollections, KeyBar, Line, Pacer, Palette
@@ -54,9 +52,9 @@ from agentwatch.tui.layout import (
     SHORT_EVENTS,
     SIDE_BY_SIDE_WIDTH,
 )
-from agentwatch.tui.live import SORTS, LiveState, OfState
-from agentwatch.tui.model import Feed, FeedFilter, FeedLine
-from agentwatch.tui.roster import Agent, Roster, Unconfirmed
+from agentwatch.tui.live import SORTS, LiveState
+from agentwatch.tui.model import FeedFilter, FeedLine
+from agentwatch.tui.roster import Agent
 from agentwatch.tui.sources import HistorySource, LiveSource
 from agentwatch.tui.status import EMPTY_HINT, fit, live_segments, roster_cells, roster_title
 from agentwatch.tui.store_side import (
@@ -70,7 +68,6 @@ from agentwatch.tui.store_side import (
     TruthIn,
 )
 from agentwatch.tui.table import Cell, Table
-from agentwatch.tui.team import Team
 from agentwatch.tui.views import AgentScreen, TeamScreen
 
 W = TypeVar("W", bound=Widget)
@@ -158,15 +155,6 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._main: Screen[Any] | None = None
         self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
         self._compact = False
-
-    # The live view's model as the tests and benchmarks read it, through the app (the state owns it;
-    # the app's own code says `self.state`).
-    roster, feed, team, alerts = OfState[Roster](), OfState[Feed](), OfState[Team](), OfState[Alerts]()
-    unconfirmed, events_total = OfState[Unconfirmed](), OfState[int]()
-    bus_ok, bus_text, store_ok, store_text = OfState[bool](), OfState[str](), OfState[bool](), OfState[str]()
-    paused, follow, show_folded = OfState[bool](), OfState[bool](), OfState[bool]()
-    sort, filter = OfState[str](), OfState[FeedFilter]()
-    _pending = OfState[deque[dict[str, Any] | bytes]]("pending")
 
     # -- layout ------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import Any
 
 import orjson
 
@@ -31,7 +31,6 @@ from agentwatch.tui.team import Team
 
 PENDING_MAX = 20_000
 SORTS = ("state", "recent", "name", "errors")
-V = TypeVar("V")
 
 
 def event_id(item: FeedLine | Mapping[str, Any]) -> str:
@@ -258,33 +257,3 @@ class LiveState:
             return live
         merged = StoredFirst().merged(stored, live)
         return sorted(merged, key=lambda line: line.at)[-2 * TIMELINE_MAX :]
-
-
-class HasState(Protocol):
-    """What holds the live view's model (the app)."""
-
-    state: LiveState
-
-
-class OfState(Generic[V]):
-    """An attribute of a LiveState, read and set through what holds it (the app, for its screens,
-    tests and benchmarks): declared there once, owned here."""
-
-    def __init__(self, name: str = "") -> None:
-        self.name = name
-
-    def __set_name__(self, owner: type[Any], name: str) -> None:
-        self.name = self.name or name
-
-    @overload
-    def __get__(self, app: None, owner: type[Any]) -> OfState[V]: ...
-    @overload
-    def __get__(self, app: HasState, owner: type[Any]) -> V: ...
-    def __get__(self, app: HasState | None, owner: type[Any]) -> OfState[V] | V:
-        if app is None:
-            return self
-        value: V = getattr(app.state, self.name)
-        return value
-
-    def __set__(self, app: HasState, value: V) -> None:
-        setattr(app.state, self.name, value)
