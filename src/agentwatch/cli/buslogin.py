@@ -44,6 +44,7 @@ _STORE_PUBLISH = [
     # Its durables (agentwatch-store, agentwatch-alerts) and the watchdog's short-lived replay
     # consumers, which it deletes when done (never a durable: see the deny list).
     "$JS.API.CONSUMER.INFO.GENIE.*",
+    "$JS.API.CONSUMER.CREATE.GENIE",  # an unnamed one (the server names it)
     "$JS.API.CONSUMER.CREATE.GENIE.>",
     "$JS.API.CONSUMER.DURABLE.CREATE.GENIE.*",
     "$JS.API.CONSUMER.MSG.NEXT.GENIE.*",
