@@ -39,9 +39,8 @@ class BusProbe(NamedTuple):
 
 def probe_bus(url: str, timeout: float | None = None, environ: Mapping[str, str] | None = None) -> BusProbe:
     """Connect and PING with the hook's own wire client (AGENTWATCH_CONNECT_TIMEOUT unless
-    `timeout` is given), with the hook's login for `up`'s bus (the client's: it listens for acks
-    on the hook's subjects): the server's INFO, or the one line (config.unreachable) saying why
-    not."""
+    `timeout` is given), with the hook's login for `up`'s bus (the least one, and the wire
+    client's own): the server's INFO, or the one line (config.unreachable) saying why not."""
     where = display_urls(url)
     try:
         urls = config.bus_servers(url, os.environ if environ is None else environ, config.HOOK)
