@@ -5,8 +5,8 @@ signals ignored, then the script's interpreter with -I -S), given to /bin/sh. `p
 (the same interpreter, with its site as usual) is given to /bin/sh the same way, so the shell's
 start counts on both sides. Interleaved in one run (so machine noise hits both alike), each fed a
 real hook payload on stdin. Three scenarios: the bus up (a nats-server this script starts on
-a free loopback port, with the GENIE stream: the hook's child waits for the stream's acks, and
-nothing may be spooled); JetStream on
+a free loopback port with `agentwatch up`'s logins, the hook logging in with the data dir's, and
+the GENIE stream: the hook's child waits for the stream's acks, and nothing may be spooled); JetStream on
 with no stream for genie.> and a core subscriber on genie.> (the hook must not wait for acks no
 stream will send; the subscriber must receive every event once); and the bus down (connection
 refused: the event goes to the spool).
@@ -181,8 +181,16 @@ BEFORE = ""  # --before: the virtual environment of the hook to compare with
 
 
 def before_env(env: dict[str, str]) -> dict[str, str]:
-    """--before's hook's environment: its own data dir beside the hook's."""
-    return dict(env, AGENTWATCH_DATA_DIR=env["AGENTWATCH_DATA_DIR"] + "-before")
+    """--before's hook's environment: its own data dir beside the hook's. On a bus with `up`'s
+    logins, the hook's login in its URL too: a hook from before the data dir's logins sends the
+    same CONNECT, without reading them."""
+    data_dir = env["AGENTWATCH_DATA_DIR"] + "-before"
+    out = dict(env, AGENTWATCH_DATA_DIR=data_dir)
+    login = Path(data_dir, "bus", "hook.password")
+    if login.exists():
+        url = env["AGENTWATCH_NATS_URL"]
+        out["AGENTWATCH_NATS_URL"] = url.replace("://", f"://hook:{login.read_text().strip()}@", 1)
+    return out
 
 
 class Timings:
@@ -400,10 +408,19 @@ class CoreSubscriber:
         self.sock.close()
 
 
-def start_server(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], int]:
+def with_logins(data_dir: str) -> str:
+    """The logins `agentwatch up` makes, in `data_dir`; the path of nats-server's config for them.
+    A hook with this data dir and a plain local URL logs in as `hook` with them, as under `up`."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from agentwatch.cli import buslogin
+
+    return buslogin.write_server_config({"AGENTWATCH_DATA_DIR": data_dir})
+
+
+def start_server(binary: str, workdir: str, conf: str = "") -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     proc = subprocess.Popen(
-        [binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", workdir],
+        [binary, *(["-c", conf] if conf else []), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", workdir],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -466,11 +483,15 @@ def main() -> None:
         print("\n".join(parts_of_the_hook(args.runs, server, payload)))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        # JetStream with the GENIE stream, as `agentwatch up` runs it: the hook waits for the
-        # stream's acknowledgement of every event, so that wait is part of what is measured.
-        proc, port = start_server(server, f"{tmp}/js")
+        # JetStream with the GENIE stream, as `agentwatch up` runs it: the hook logs in with the
+        # data dir's login and waits for the stream's acknowledgement of every event, so reading
+        # the login, the server checking it and that wait are part of what is measured.
+        proc, port = start_server(server, f"{tmp}/js", with_logins(f"{tmp}/up"))
+        for data_dir in (f"{tmp}/stop", f"{tmp}/up-before", f"{tmp}/stop-before"):
+            shutil.copytree(f"{tmp}/up/bus", f"{data_dir}/bus")
         try:
-            make_stream(f"nats://127.0.0.1:{port}")
+            store_password = Path(f"{tmp}/up/bus/store.password").read_text().strip()
+            make_stream(f"nats://store:{store_password}@127.0.0.1:{port}")
             env = dict(
                 os.environ, AGENTWATCH_DATA_DIR=f"{tmp}/up", AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
             )

@@ -437,7 +437,7 @@ async def make_stream(url: str) -> None:
 @contextlib.contextmanager
 def bus(workdir: Path) -> Iterator[str]:
     url = f"nats://127.0.0.1:{free_port()}"
-    server = LocalNats(parse_urls(url)[0], str(workdir))
+    server = LocalNats(parse_urls(url)[0], {"AGENTWATCH_DATA_DIR": str(workdir)}, logins=False)
     server.start()
     try:
         asyncio.run(make_stream(url))

@@ -21,6 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 CAPTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.330-captures.jsonl"
+# Where the hook's user of `up`'s bus may receive replies: JetStream's acks (emitter/wire.py).
+HOOK_INBOX = "_AW_ACK"
 # The project's shared material (CI always has it); other people's data is read from there, never
 # copied into the repo.
 SHARED = ROOT.parent / "shared" / "fixtures"
@@ -125,6 +127,19 @@ def hook_settled(data_dir: str | Path, timeout: float = 10.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def bus_login(env: dict[str, str], role: str = "hook") -> str:
+    """The bus URL of `env` with the login `agentwatch up` made for `role` in its data dir (the URL
+    as it is when there is none): what a process with a data dir of its own, or a test's own
+    nats-py client, is given to use `up`'s bus. A nats-py client with the hook's login takes
+    JetStream's acks on the hook's reply subjects (`inbox_prefix=HOOK_INBOX`)."""
+    from agentwatch import config
+
+    first = config.bus_servers(env["AGENTWATCH_NATS_URL"], env, role)[0]
+    if not first.user:
+        return env["AGENTWATCH_NATS_URL"]
+    return f"nats://{first.user}:{first.password}@{first.host}:{first.port}"
 
 
 def run_cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:

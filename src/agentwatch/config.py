@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_NATS_PORT = 4222
+_LOCAL = ("127.0.0.1", "localhost", "::1")  # the hosts `agentwatch up` starts its bus on
 DEFAULT_DEADLINE_MS = 400
 DEFAULT_CONNECT_TIMEOUT = 5
 TRUTHY = frozenset({"1", "true", "yes", "on"})
@@ -379,6 +380,62 @@ def parse_urls(value: str) -> list[ServerURL]:
     return urls
 
 
+# --- the logins of `agentwatch up`'s bus ---------------------------------------------------------
+
+# `agentwatch up` starts nats-server with one user per role (cli/buslogin.py writes them): the hook
+# publishes events, the dashboard reads, the store consumes. Each role's password is a file of its
+# own in <data dir>/bus/, and every command that talks to a local bus without credentials of its
+# own logs in with its role's password from there.
+HOOK, STORE, DASHBOARD = "hook", "store", "dashboard"
+ROLES = (HOOK, STORE, DASHBOARD)
+LOGIN_DIR = "bus"
+
+
+def login_dir(environ: Mapping[str, str] | None = None) -> str:
+    """Where `up` keeps its bus's passwords (one `<role>.password` file each) and config."""
+    return _join(data_dir(environ), LOGIN_DIR)
+
+
+def login_path(environ: Mapping[str, str] | None, role: str) -> str:
+    return _join(login_dir(environ), f"{role}.password")
+
+
+def is_plain_local(urls: list[ServerURL]) -> bool:
+    """One loopback server without credentials or TLS: the bus `agentwatch up` starts (and logs
+    into with the data dir's logins); anything else is the user's own."""
+    if len(urls) != 1:
+        return False
+    url = urls[0]
+    return url.host in _LOCAL and not (url.user or url.token or url.tls)
+
+
+def use_local_login(urls: list[ServerURL], environ: Mapping[str, str], role: str) -> bool:
+    """Give a plain local bus URL (is_plain_local) the login of `role` that `up` wrote in the data
+    dir, in place; True when it did. A URL with credentials of its own, AGENTWATCH_NATS_CREDS or
+    AGENTWATCH_NATS_NKEY, or no login file (no `up` ran with this data dir) leaves it as it is.
+    Standard library only and one small read: the hook calls it on every run."""
+    if not is_plain_local(urls):
+        return False
+    if environ.get("AGENTWATCH_NATS_CREDS") or environ.get("AGENTWATCH_NATS_NKEY"):
+        return False
+    try:
+        with open(login_path(environ, role), "rb") as f:
+            password = f.read(256).strip().decode("ascii", "replace")
+    except OSError:
+        return False
+    if not password:
+        return False
+    urls[0].user, urls[0].password = role, password
+    return True
+
+
+def bus_servers(url: str, environ: Mapping[str, str], role: str) -> list[ServerURL]:
+    """parse_urls, with the data dir's login of `role` for a plain local bus (use_local_login)."""
+    urls = parse_urls(url)
+    use_local_login(urls, environ, role)
+    return urls
+
+
 def display_urls(url: str) -> str:
     """The bus URL(s) with passwords and tokens masked, for anything printed or logged; never the
     raw text of a URL that does not parse (it may hold a password)."""
@@ -388,11 +445,14 @@ def display_urls(url: str) -> str:
         return "<unparsable NATS URL>"
 
 
-def nats_options(url: str, environ: Mapping[str, str] | None = None, *, name: str) -> dict[str, Any]:
+def nats_options(
+    url: str, environ: Mapping[str, str] | None = None, *, name: str, role: str = DASHBOARD
+) -> dict[str, Any]:
     """nats-py connect options (also what FastStream's NatsBroker takes) for the bus at `url`:
-    every connection agentwatch makes with nats-py is built from these."""
+    every connection agentwatch makes with nats-py is built from these. A plain local URL gets
+    the login `up` wrote for `role` (use_local_login)."""
     environ = _environ(environ)
-    servers = parse_urls(url)
+    servers = bus_servers(url, environ, role)
     opts: dict[str, Any] = {"servers": [s.plain() for s in servers], "name": name}
     first = servers[0]
     if first.user:
@@ -541,6 +601,15 @@ def unreachable(system: str, where: str, reason: str) -> str:
     name = "the NATS server" if bus else "the ClickHouse server"
     kind, detail = _problem(reason)
     if kind == CREDENTIALS:
+        host = where.rpartition("://")[2].rpartition(":")[0].strip("[]")
+        if bus and "@" not in where and host in _LOCAL:
+            # A local bus without credentials in the URL: `up`'s, which takes the logins it wrote.
+            logins = login_dir()
+            return (
+                f"{name} at {where} refused the login: a bus `agentwatch up` started takes the logins "
+                f"it wrote in {logins}; run this with the AGENTWATCH_DATA_DIR of that `up`, or give a "
+                f"user and password in AGENTWATCH_NATS_URL ({detail})"
+            )
         extra = " (or AGENTWATCH_NATS_CREDS / AGENTWATCH_NATS_NKEY)" if bus else ""
         fix = f"fix the user and password in {setting}{extra}"
         return f"{name} at {where} refused the credentials: {fix} ({detail})"

@@ -18,7 +18,15 @@ from typing import Any
 import pytest
 
 from agentwatch.demo.simulator import encode_event
-from tests.conftest import PROJECTS, clean_env, free_port, run_cli, transcript_sessions
+from tests.conftest import (
+    HOOK_INBOX,
+    PROJECTS,
+    bus_login,
+    clean_env,
+    free_port,
+    run_cli,
+    transcript_sessions,
+)
 from tests.integration.test_store import Service
 from tests.transcript_hooks import hook_events
 
@@ -45,7 +53,7 @@ def publish_hook_events(url: str) -> int:
             messages += encode_event(payload, {}, host="lab", now=at)
 
     async def publish() -> None:
-        nc = await nats.connect(url)
+        nc = await nats.connect(url, inbox_prefix=HOOK_INBOX)  # the hook's login takes acks there
         js = nc.jetstream()
         for subject, event_id, body in messages:
             await js.publish(subject, body, headers={"Nats-Msg-Id": event_id})
@@ -67,7 +75,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     up = Service(["up"], env)
     try:
         up.wait_ready(60)
-        sent = publish_hook_events(env["AGENTWATCH_NATS_URL"])
+        sent = publish_hook_events(bus_login(env))
         imported = run_cli("import", str(PROJECTS), env=env, timeout=120)
         assert imported.returncode == 0, imported.stderr
         deadline = time.monotonic() + 60

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, free_port, run_emit
+from tests.conftest import ROOT, bus_login, clean_env, free_port, run_emit
 from tests.integration.test_store import Service, wait_rows
 
 pytestmark = pytest.mark.slow
@@ -175,7 +175,8 @@ def pipeline(tmp_path: Path) -> Iterator[dict[str, str]]:
     up = Service(["up"], env)
     try:
         up.wait_ready(60)
-        hook_env = dict(env, AGENTWATCH_DATA_DIR=str(tmp_path / "hook"))
+        # A hook with a data dir of its own: given the hook's login of `up`'s bus.
+        hook_env = dict(env, AGENTWATCH_DATA_DIR=str(tmp_path / "hook"), AGENTWATCH_NATS_URL=bus_login(env))
         assert run_emit(PAYLOAD, hook_env).returncode == 0
         wait_rows(env, "SELECT count() AS n FROM events", 1)
         yield env
@@ -213,7 +214,11 @@ def test_the_tui_extra_opens_the_dashboard_and_runs_sql(
     wheel: Path, tmp_path: Path, pipeline: dict[str, str]
 ) -> None:
     bin_dir = fresh_venv(tmp_path / "venv", wheel, "tui")
-    env = dict(pipeline, AGENTWATCH_DATA_DIR=str(tmp_path / "operator"))
+    env = dict(
+        pipeline,
+        AGENTWATCH_DATA_DIR=str(tmp_path / "operator"),
+        AGENTWATCH_NATS_URL=bus_login(pipeline, "dashboard"),
+    )
     sql = run(bin_dir, "agentwatch", "sql", "SELECT count() AS n FROM events", "--format", "json", env=env)
     assert sql.returncode == 0 and json.loads(sql.stdout) == [{"n": 1}], sql.stderr
     status = run(bin_dir, "agentwatch", "status", env=env)
@@ -263,9 +268,8 @@ def test_the_consumers_extra_runs_up(wheel: Path, tmp_path: Path) -> None:
         if line.startswith("Ctrl-C stops"):
             break
     assert any(line.startswith("nats:        started nats-server") for line in lines), lines
-    hook = run(
-        bin_dir, "agentwatch-emit", env=dict(env, AGENTWATCH_DATA_DIR=str(tmp_path / "hook")), stdin=PAYLOAD
-    )
+    hook_env = dict(env, AGENTWATCH_DATA_DIR=str(tmp_path / "hook"), AGENTWATCH_NATS_URL=bus_login(env))
+    hook = run(bin_dir, "agentwatch-emit", env=hook_env, stdin=PAYLOAD)
     assert hook.returncode == 0
     query = ["agentwatch", "sql", "SELECT count() AS n FROM events", "--format", "jsonl"]
     deadline = time.monotonic() + 30

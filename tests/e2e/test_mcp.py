@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from agentwatch.ask import tools
-from tests.conftest import PROJECTS, ROOT, clean_env, free_port, run_cli, tool
+from tests.conftest import PROJECTS, ROOT, bus_login, clean_env, free_port, run_cli, tool
 from tests.e2e.test_one_truth import KILLED, killed_session, sql, wait_sql
 from tests.integration.test_store import Service
 
@@ -200,7 +200,7 @@ def test_agents_ask_the_store_through_mcp(tmp_path: Path) -> None:
         for seed in ("21", "22"):
             demo = run_cli("demo", "--rate", "0", "--count", "300", "--seed", seed, "--agents", "3", env=env)
             assert demo.returncode == 0, demo.stderr
-        sent = killed_session(env["AGENTWATCH_NATS_URL"])
+        sent = killed_session(bus_login(env))
         stored = f"SELECT count() AS n FROM events WHERE session_id = '{KILLED}'"  # noqa: S608 (a constant)
         wait_sql(env, stored, lambda r: r[0]["n"] >= sent - 1, "the killed session stored")
         wait_sql(env, "SELECT count() AS n FROM open_alerts", lambda r: r[0]["n"] >= 1, "alerts fired")

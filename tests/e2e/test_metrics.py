@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentwatch.consumers.metrics import bounded, parse_addr
-from tests.conftest import PROJECTS, ROOT, clean_env, free_port, run_cli, run_emit, tool
+from tests.conftest import PROJECTS, ROOT, bus_login, clean_env, free_port, run_cli, run_emit, tool
 from tests.e2e.test_mcp import settled
 from tests.e2e.test_one_truth import killed_session, sql, wait_sql
 from tests.integration.test_store import Service
@@ -67,7 +67,7 @@ def test_metrics_while_the_demo_runs(tmp_path: Path) -> None:
         assert f"metrics:     {url} (Prometheus)\n" in up.lines, up.lines
         assert run_cli("import", str(PROJECTS), env=env).returncode == 0
         hooked_session(env)
-        killed_session(env["AGENTWATCH_NATS_URL"])
+        killed_session(bus_login(env))
         demo = subprocess.Popen(
             [tool("agentwatch"), "demo", "--rate", "300", "--duration", "5", "--seed", "8", "--agents", "3"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

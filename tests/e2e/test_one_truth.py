@@ -33,7 +33,7 @@ from agentwatch.format import money
 from agentwatch.tui.app import AgentwatchApp
 from agentwatch.tui.table import Table
 from agentwatch.tui.views import TeamScreen
-from tests.conftest import PROJECTS, clean_env, free_port, run_cli, tool
+from tests.conftest import HOOK_INBOX, PROJECTS, bus_login, clean_env, free_port, run_cli, tool
 from tests.integration.test_store import Service
 
 pytestmark = pytest.mark.timeout(600)
@@ -95,7 +95,7 @@ def killed_session(url: str) -> int:
     messages = [m for i, p in enumerate(payloads) for m in encode_event(p, {}, host="laptop", now=start + i)]
 
     async def publish() -> None:
-        nc = await nats.connect(url)
+        nc = await nats.connect(url, inbox_prefix=HOOK_INBOX)  # the hook's login takes acks there
         js = nc.jetstream()
         for subject, event_id, body in messages:
             await js.publish(subject, body, headers={"Nats-Msg-Id": event_id})
@@ -206,7 +206,7 @@ def test_every_figure_on_screen_is_the_stores(tmp_path: Path) -> None:
         for seed in ("11", "12"):  # one after the other: the same team, the same names
             demo = run_cli("demo", "--rate", "0", "--count", "300", "--seed", seed, "--agents", "3", env=env)
             assert demo.returncode == 0, demo.stderr
-        sent = killed_session(env["AGENTWATCH_NATS_URL"])
+        sent = killed_session(bus_login(env))
         stored = "SELECT count() AS n FROM events WHERE session_id = '" + KILLED + "'"  # noqa: S608 (a constant)
         wait_sql(env, stored, lambda r: r[0]["n"] >= sent - 1, "the killed session stored")
         wait_sql(env, "SELECT count() AS n FROM open_alerts", lambda r: r[0]["n"] >= 2, "alerts fired")

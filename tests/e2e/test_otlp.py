@@ -23,7 +23,7 @@ import pytest
 
 from agentwatch.consumers.otlp import OtlpReceiver
 from agentwatch.demo.simulator import encode_event
-from tests.conftest import SHARED, clean_env, free_port
+from tests.conftest import HOOK_INBOX, SHARED, bus_login, clean_env, free_port
 from tests.e2e.test_metrics import scrape, total
 from tests.e2e.test_one_truth import sql, wait_sql
 from tests.integration.test_store import Service
@@ -97,7 +97,7 @@ def publish_hooks(url: str) -> int:
     messages = [m for r in lines for m in encode_event(r["payload"], r["env"], host="lab", now=r["t"])]
 
     async def publish() -> None:
-        nc = await nats.connect(url)
+        nc = await nats.connect(url, inbox_prefix=HOOK_INBOX)  # the hook's login takes acks there
         js = nc.jetstream()
         for subject, event_id, body in messages:
             await js.publish(subject, body, headers={"Nats-Msg-Id": event_id})
@@ -175,7 +175,7 @@ def test_claude_codes_telemetry_lands_in_the_store(tmp_path: Path) -> None:
         (letters,) = sql(env, "SELECT count() AS n FROM dead_letters WHERE subject LIKE 'otlp /v1/%'")
         assert letters["n"] == dead
         matches_expected(env)
-        sent = publish_hooks(env["AGENTWATCH_NATS_URL"])
+        sent = publish_hooks(bus_login(env))
         wait_sql(env, "SELECT count() AS n FROM events", lambda r: r[0]["n"] >= sent, "hook payloads stored")
         linked(env)
         samples, _ = scrape(f"http://{env['AGENTWATCH_METRICS_ADDR']}/metrics")

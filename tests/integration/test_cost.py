@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import (
     PROJECTS,
+    bus_login,
     clean_env,
     expected_tokens,
     free_port,
@@ -180,7 +181,7 @@ def hook_events(projects: Path, tag: str) -> list[dict[str, Any]]:
 
 
 def run_hooks(events: list[dict[str, Any]], env: dict[str, str], data_dir: Path) -> None:
-    hook_env = dict(env, AGENTWATCH_DATA_DIR=str(data_dir))
+    hook_env = dict(env, AGENTWATCH_DATA_DIR=str(data_dir), AGENTWATCH_NATS_URL=bus_login(env))
     for payload in events:
         result = run_emit(json.dumps(payload).encode(), hook_env)
         assert result.returncode == 0 and result.stdout == b""

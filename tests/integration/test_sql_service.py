@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env, free_port, run_cli, tool
+from tests.conftest import bus_login, clean_env, free_port, run_cli, tool
 from tests.integration.test_store import Service
 from tests.services import Collector
 
@@ -62,9 +62,11 @@ def test_status_into_a_closed_pipe_prints_no_traceback(pipeline: dict[str, str])
 
 
 def test_doctor_never_publishes_to_the_users_bus(pipeline: dict[str, str], tmp_path: Path) -> None:
-    watcher = Collector(pipeline["AGENTWATCH_NATS_URL"])
+    watcher = Collector(bus_login(pipeline, "dashboard"))
     try:
-        env = dict(pipeline, AGENTWATCH_DATA_DIR=str(tmp_path / "hook"))
+        env = dict(
+            pipeline, AGENTWATCH_DATA_DIR=str(tmp_path / "hook"), AGENTWATCH_NATS_URL=bus_login(pipeline)
+        )
         result = run_cli("doctor", "--runs", "3", env=env)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "measured with the bus down" in result.stdout and "nothing reached your bus" in result.stdout

@@ -32,6 +32,7 @@ async def connect(
     environ: Mapping[str, str] = os.environ,
     *,
     name: str,
+    role: str = config.DASHBOARD,
     persistent: bool = False,
     timeout: float | None = None,
     disconnected: Callback | None = None,
@@ -44,13 +45,14 @@ async def connect(
     message, once all have failed (nats-py's own would retry forever, or give up at the first
     server of a cluster, and print tracebacks). `persistent` connections (services, the
     dashboard) then reconnect forever; the others (a command that runs once) never do.
-    `timeout` (AGENTWATCH_CONNECT_TIMEOUT unless given) bounds each server's answer.
+    `timeout` (AGENTWATCH_CONNECT_TIMEOUT unless given) bounds each server's answer. `role`:
+    which of `agentwatch up`'s logins a plain local URL uses (config.use_local_login).
     """
     from nats.aio.client import Client as Nats
 
     if timeout is None:
         timeout = float(config.connect_timeout(environ))
-    opts = config.nats_options(url, environ, name=name)
+    opts = config.nats_options(url, environ, name=name, role=role)
     nc = Nats()
     errors: list[Exception] = []  # what the first connect met, server by server
     tried_all = asyncio.Event()

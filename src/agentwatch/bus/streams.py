@@ -256,7 +256,7 @@ async def prepare_stream(
     deadline = time.monotonic() + patience
     while True:
         try:
-            nc = await connect(url, environ, name="agentwatch-setup")
+            nc = await connect(url, environ, name="agentwatch-setup", role=config.STORE)
             try:
                 done = await ensure_stream(nc.jetstream(), environ)
                 if watchdog_alone:

@@ -51,7 +51,7 @@ def _check_bus(url: str, timeout: float) -> bool:
 
     try:
         t0 = time.perf_counter()
-        conn = connect(config.parse_urls(url), time.monotonic() + timeout)
+        conn = connect(config.bus_servers(url, os.environ, config.HOOK), time.monotonic() + timeout)
         # A PING alone: nothing to acknowledge, so no inbox for acks is subscribed (deploy's store and
         # dashboard users may not subscribe one: the server would log a violation for each probe).
         conn.publish([], stream=False)

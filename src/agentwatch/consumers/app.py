@@ -84,7 +84,7 @@ def build(
             log.warning("disconnected from NATS; reconnecting")
 
     broker = NatsBroker(
-        **broker_options(config.nats_options(nats_url, environ, name=name)),
+        **broker_options(config.nats_options(nats_url, environ, name=name, role=config.STORE)),
         max_reconnect_attempts=-1,
         reconnect_time_wait=1,
         logger=log,

@@ -96,7 +96,7 @@ async def _connect(url: str, environ: Mapping[str, str]) -> Any:
     from agentwatch.bus.connect import BusUnreachable, connect
 
     try:
-        return await connect(url, environ, name="agentwatch-demo", timeout=2)
+        return await connect(url, environ, name="agentwatch-demo", role=config.HOOK, timeout=2)
     except (BusUnreachable, ValueError) as exc:
         raise DemoError(f"{exc}: start it with `agentwatch up` or set AGENTWATCH_NATS_URL") from None
 

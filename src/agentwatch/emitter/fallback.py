@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from agentwatch.config import display_urls, nats_options
+from agentwatch.config import HOOK, display_urls, nats_options
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, MSG_ID_HEADER
 from agentwatch.emitter.wire import BusError
 
@@ -45,7 +45,7 @@ class FallbackConnection:
     def __init__(self, url: str, environ: Mapping[str, str], deadline: float) -> None:
         self.deadline = deadline
         self._loop = asyncio.new_event_loop()
-        opts = nats_options(url, environ, name="agentwatch-emit")
+        opts = nats_options(url, environ, name="agentwatch-emit", role=HOOK)
         opts.update(
             allow_reconnect=False,
             max_reconnect_attempts=0,

@@ -136,7 +136,8 @@ class Publisher:
         if not self._nkey:
             from agentwatch.emitter.wire import Connection
 
-            self._urls = config.parse_urls(self._url)
+            # A plain local URL: the hook's login of the bus `agentwatch up` started, if any.
+            self._urls = config.bus_servers(self._url, environ, config.HOOK)
             self._conn = Connection(self._urls[0], deadline, greet=False)
             self.server = f"{self._conn.url.host}:{self._conn.url.port}"
         self._learn()

@@ -1,0 +1,158 @@
+"""The logins of `agentwatch up`'s bus: one nats-server account, one user per role.
+
+`up` starts nats-server with a config file written here, never with credentials on its command
+line. The account AGENTWATCH has JetStream; its users mirror deploy/nats/accounts.conf (the fleet's
+least-privilege users), with the few subjects more that `up`'s own parts use:
+
+- hook: publish genie.> (and ask which streams exist), receive the stream's acks: no reading
+  events, no queries, no alerts. `agentwatch-emit`, `agentwatch demo`, `import`, `spool`.
+- store: the GENIE and ALERTS streams and the store's and watchdog's consumers, alerts on
+  agentwatch.alert.>, answers on agentwatch.query. The collector (`up`, `alerts run`).
+- dashboard: watch genie.> and agentwatch.alert.>, ask agentwatch.query, read the stream's and
+  consumers' state. The dashboards, `agentwatch sql`, `status`, `doctor`, `mcp`.
+
+Each password is made once (`secrets`) into <data dir>/bus/<role>.password (mode 0600, the
+directory 0700) and never made again; the server's config beside them is written on every start
+from them, so a newer version's permissions take effect at the next `up`. Every command reads its
+role's password from there (config.use_local_login).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+from agentwatch import config
+
+ACCOUNT = "AGENTWATCH"
+CONFIG_NAME = "nats-server.conf"
+# nats-server keeps an account's JetStream data in <store dir>/jetstream/<account>; a server run
+# without accounts (agentwatch before its bus had logins) kept it in the global account's.
+GLOBAL_ACCOUNT = "$G"
+
+_STORE_PUBLISH = [
+    "$JS.API.INFO",
+    "$JS.API.STREAM.NAMES",
+    "$JS.API.STREAM.INFO.GENIE",
+    "$JS.API.STREAM.CREATE.GENIE",
+    "$JS.API.STREAM.UPDATE.GENIE",
+    # The store's dead letters read back what JetStream gave up on; the watchdog its replay.
+    "$JS.API.STREAM.MSG.GET.GENIE",
+    # Its durables (agentwatch-store, agentwatch-alerts) and the watchdog's short-lived replay
+    # consumers, which it deletes when done (never a durable: see the deny list).
+    "$JS.API.CONSUMER.INFO.GENIE.*",
+    "$JS.API.CONSUMER.CREATE.GENIE",  # an unnamed one (the server names it)
+    "$JS.API.CONSUMER.CREATE.GENIE.>",
+    "$JS.API.CONSUMER.DURABLE.CREATE.GENIE.*",
+    "$JS.API.CONSUMER.MSG.NEXT.GENIE.*",
+    "$JS.API.CONSUMER.DELETE.GENIE.*",
+    "$JS.ACK.GENIE.>",
+    "$JS.API.STREAM.INFO.ALERTS",
+    "$JS.API.STREAM.CREATE.ALERTS",
+    "$JS.API.STREAM.UPDATE.ALERTS",
+    "agentwatch.alert.>",
+]
+_STORE_DENY = [
+    "$JS.API.CONSUMER.DELETE.GENIE.agentwatch-store",
+    "$JS.API.CONSUMER.DELETE.GENIE.agentwatch-alerts",
+]
+
+PERMISSIONS: dict[str, dict[str, object]] = {
+    config.HOOK: {
+        "publish": {"allow": ["genie.>", "$JS.API.STREAM.NAMES"]},
+        "subscribe": {"allow": ["_AW_ACK.>"]},
+    },
+    config.STORE: {
+        "publish": {"allow": _STORE_PUBLISH, "deny": _STORE_DENY},
+        "subscribe": {
+            "allow": [
+                "_INBOX.>",
+                "agentwatch.query",
+                # What JetStream gave up on (the store dead-letters it).
+                "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.GENIE.*",
+            ]
+        },
+        # Replies to the requests it received (agentwatch.query), and only those.
+        "allow_responses": True,
+    },
+    config.DASHBOARD: {
+        "publish": {
+            "allow": [
+                "agentwatch.query",
+                # `agentwatch status`: how full the stream is, how far behind the consumers are.
+                "$JS.API.STREAM.INFO.GENIE",
+                "$JS.API.CONSUMER.INFO.GENIE.*",
+            ]
+        },
+        "subscribe": {"allow": ["genie.>", "agentwatch.alert.>", "_INBOX.>"]},
+    },
+}
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` with mode 0600 from the start (a temporary file renamed over it)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def ensure_logins(environ: Mapping[str, str]) -> dict[str, str]:
+    """Each role's password, made (and written, mode 0600) for those that have none yet."""
+    folder = Path(config.ensure_dir(config.login_dir(environ)))
+    folder.chmod(0o700)
+    passwords = {}
+    for role in config.ROLES:
+        path = Path(config.login_path(environ, role))
+        try:
+            password = path.read_text().strip()
+        except FileNotFoundError:
+            password = ""
+        if not password:
+            password = secrets.token_urlsafe(24)
+            _write_private(path, password + "\n")
+        elif path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+        passwords[role] = password
+    return passwords
+
+
+def server_config(passwords: dict[str, str]) -> str:
+    """nats-server's config: the account, JetStream enabled in it, a user per role. JSON is valid
+    in nats-server's config syntax, and quotes every password and subject as it is."""
+    users = [
+        {"user": role, "password": passwords[role], "permissions": PERMISSIONS[role]} for role in config.ROLES
+    ]
+    accounts = {"accounts": {ACCOUNT: {"jetstream": "enabled", "users": users}}}
+    head = (
+        "# Written by `agentwatch up` on every start, from the passwords beside it (<role>.password):\n"
+        "# change a password there, not here. See docs/deploy.md.\n"
+    )
+    return head + json.dumps(accounts, indent=2) + "\n"
+
+
+def write_server_config(environ: Mapping[str, str]) -> str:
+    """The logins made if need be, the server's config written (mode 0600); its path."""
+    path = Path(config.login_dir(environ)) / CONFIG_NAME
+    _write_private(path, server_config(ensure_logins(environ)))
+    return str(path)
+
+
+def adopt_global_streams(store_dir: str) -> bool:
+    """Move the streams of a bus run without accounts (an older `up`: the global account) into
+    the account's own JetStream directory, once, before the server starts: the GENIE stream, what
+    it holds and the store's consumer with its acknowledgements carry over, so what was published
+    and not yet stored is delivered to the store as before. True when it moved them."""
+    jetstream = Path(store_dir) / "jetstream"
+    old, new = jetstream / GLOBAL_ACCOUNT, jetstream / ACCOUNT
+    if not old.is_dir() or new.exists():
+        return False
+    old.rename(new)
+    return True
