@@ -7,9 +7,9 @@ with an event, message or API message in the last {lost_after_s} seconds, and th
 scopes by their latest one. Every agent the roster can show is in one: the live agents are in the
 live scopes, and a scope's latest activity is that of its newest agent, so the newest {limit}
 finished agents are in the newest {limit} scopes. scope_hours is ordered by hour first: the
-innermost question reads its newest hours in order and stops after {limit} scopes, the next one
-reads the hours from the oldest of those; the agent rollups, ordered by (host, scope, ...), are
-then read for those scopes alone.
+innermost question reads its newest 4 x {limit} rows in order and stops, the next one reads the
+hours from the oldest of those; the agent rollups, ordered by (host, scope, ...), are then read for
+those scopes alone.
 
 Text only (queries.py binds the values): `{limit:UInt32}` and `{lost_after_s:UInt32}`. The
 migration is generated here too, with the scope rule and the `agents` SELECT of agents_sql.py:
@@ -28,10 +28,12 @@ OUTPUT = "src/agentwatch/store/schema/020_live_window.sql"
 COMMAND = f"python -m agentwatch.store.live_window > {OUTPUT}"
 ROSTER_LIMIT = 300
 
-# The hours the window spans: from the hour of the oldest of its scopes' latest activity.
+# The hours the window spans: those of the newest 4 x {limit} rows of scope_hours (one per hour and
+# scope once merged: {limit} scopes or more unless a few scopes were alone for days), read in order
+# of the table's key and stopped there; LIMIT 1 BY scope would read the whole table.
 WINDOW_START = (
     "least(toStartOfHour(now() - toIntervalSecond({lost_after_s:UInt32})), (SELECT min(hour) FROM "
-    "(SELECT hour FROM scope_hours ORDER BY hour DESC LIMIT 1 BY host, scope LIMIT {limit:UInt32})))"
+    "(SELECT hour FROM scope_hours ORDER BY hour DESC LIMIT 4 * {limit:UInt32})))"
 )
 # The window's (host, scope) pairs, in brackets: for `(host, scope) IN ...`.
 # Constants only: every value is a parameter.
