@@ -132,11 +132,11 @@ def stored(client: Any) -> int:
     return int(client.query("SELECT count() FROM events").result_rows[0][0])
 
 
-def documented() -> list[tuple[str, str]]:
-    """(title, sql) of every ```sql block of docs/queries.md."""
+def documented(path: Path = ROOT / "docs" / "queries.md") -> list[tuple[str, str]]:
+    """(title, sql) of every ```sql block of docs/queries.md (or another tree's, at `path`)."""
     found: list[tuple[str, str]] = []
     title = ""
-    text = (ROOT / "docs" / "queries.md").read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
     for match in re.finditer(r"^## ([^\n]+)$|^```sql\n(.*?)^```", text, re.M | re.S):
         if match.group(1):
             title = match.group(1).strip()

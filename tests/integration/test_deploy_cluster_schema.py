@@ -137,6 +137,7 @@ ROLLUP_TABLES = (
     "cost_by_harness",
     "loose_calls",
     "session_totals",
+    "scope_hours",
 )
 # Created by one migration, dropped by a later one (010 drops call_events; 012 the name-keyed ones).
 DROPPED = ("call_events", "agent_rollup", "cost_by_agent")
@@ -160,8 +161,10 @@ def test_cluster_views_are_the_single_node_views() -> None:
         "session_costs", "agent_costs", "cost_daily", "open_alerts", "tool_stats", "team_edges",
         "event_ids_events_mv", "event_ids_messages_mv", "usage_in_mv", "tool_calls_since",
         "agent_key_messages_mv", "hook_runs", "api_requests", "otel_metric_totals", "events_in_mv",
-        "session_totals_usage_mv", "session_totals_states_mv",
-        *(f"{table}_mv" for table in ROLLUP_TABLES if table not in ("event_ids", "session_totals")),
+        "session_totals_usage_mv", "session_totals_states_mv", "scope_hours_events_mv",
+        "scope_hours_messages_mv", "scope_hours_usage_mv", "agents_since",
+        *(f"{table}_mv" for table in ROLLUP_TABLES
+          if table not in ("event_ids", "session_totals", "scope_hours")),
     }  # fmt: skip
     assert cluster == views
 
@@ -365,7 +368,7 @@ def test_a_later_migration_generates_the_same_columns(later_schemas: tuple[Clien
     cluster_names = {row[0] for row in cluster_client.query(tables).result_rows}
     assert cluster_names == set(names) | local
     for name in names:
-        if name == "tool_calls_since":  # a parameterized view has no columns until it is called
+        if name in ("tool_calls_since", "agents_since"):  # a parameterized view has no columns until called
             continue
         expected = columns(single_client, name)
         assert columns(cluster_client, name) == expected, name

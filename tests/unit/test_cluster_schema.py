@@ -322,6 +322,15 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_totals_states_mv {ON_CLUSTER} "
         "TO session_totals_local AS",
         f"CREATE OR REPLACE VIEW session_costs {ON_CLUSTER} AS",
+        # 020: scope_hours sharded by scope; fed by events (per shard, into the local table) and by
+        # message_envelopes and usage_in (Null: into the Distributed table); its backfill left out;
+        # agents_since.
+        f"CREATE TABLE IF NOT EXISTS scope_hours_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS scope_hours {ON_CLUSTER} AS scope_hours_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS scope_hours_events_mv {ON_CLUSTER} TO scope_hours_local AS",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS scope_hours_messages_mv {ON_CLUSTER} TO scope_hours AS",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS scope_hours_usage_mv {ON_CLUSTER} TO scope_hours AS",
+        f"CREATE OR REPLACE VIEW agents_since {ON_CLUSTER} AS",
     ]
 
 
@@ -364,6 +373,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 8  # 018_time_windows: three columns, a view's query, the copy of usage created and dropped
         + 4  # and call_rollup's column (on two tables), its index, tool_calls
         + 5  # 019_session_totals: session_totals (local and Distributed), its two views, session_costs
+        + 6  # 020_live_window: scope_hours (local and Distributed), its three views, agents_since
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -65,10 +65,10 @@ def state_case_sql(event: str, note: str) -> str:
     return f"multiIf(\n            {body},\n            {_quote(agents.INITIAL)}\n        )"
 
 
-def shown_state_sql(state: str, silent_s: str) -> str:
-    """agents.shown_state() in SQL, at the default LOST_AFTER_S."""
+def shown_state_sql(state: str, silent_s: str, lost_after_s: str = str(agents.LOST_AFTER_S)) -> str:
+    """agents.shown_state() in SQL, at the default LOST_AFTER_S (or an SQL expression: a parameter)."""
     return (
-        f"if({state} != {_quote(agents.STOPPED)} AND {silent_s} > {agents.LOST_AFTER_S}, "
+        f"if({state} != {_quote(agents.STOPPED)} AND {silent_s} > {lost_after_s}, "
         f"{_quote(agents.LOST)}, {state})"
     )
 
@@ -215,59 +215,7 @@ DROP TABLE IF EXISTS cost_by_agent;
 --   scope_last_seen
 --                 the time of the latest event (or API message) of its scope
 CREATE OR REPLACE VIEW agents AS
-SELECT
-    agent, team, parent_agent, agent_type, agent_id, session_id, host, first_seen, last_seen, last_event,
-    @SHOWN_STATE@ AS state,
-    if(raw_state IN (@TOOL_STATES@), tool, '') AS current_tool,
-    tool_calls, errors, messages_sent, events, scope, state_since, silent_s, state_event, state_note,
-    state_id, scope_last_seen
-FROM
-(
-    SELECT
-        *,
-        max(last_seen) OVER (PARTITION BY host, scope) AS scope_last_seen,
-        dateDiff('millisecond', scope_last_seen, now64(3)) / 1000 AS silent_s
-    FROM
-    (
-        SELECT
-            host, scope, agent, l.1 AS team, l.2 AS parent_agent, l.3 AS agent_type, l.4 AS agent_id,
-            l.5 AS session_id, l.6 AS last_event, first_seen, last_seen, tool_calls, errors, events,
-            messages_sent,
-            @STATE_CASE@ AS raw_state,
-            s.3 AS tool,
-            if(s.1 = '', NULL, s.4) AS state_since,
-            s.1 AS state_event,
-            s.2 AS state_note,
-            s.5 AS state_id
-        FROM
-        (
-            SELECT
-                host, scope, agent, argMaxMerge(latest) AS l, argMaxMerge(state) AS s,
-                min(first_seen) AS first_seen,
-                max(last_seen) AS last_seen, sum(tool_calls) AS tool_calls, sum(errors) AS errors,
-                sum(events) AS events, sum(messages_sent) AS messages_sent
-            FROM agent_key_rollup
-            GROUP BY host, scope, agent
-        )
-        UNION ALL
-        SELECT
-            host, scope, agent, c.1 AS team, c.2 AS parent_agent, c.4 AS agent_type, c.3 AS agent_id,
-            scope AS session_id, 'Usage' AS last_event, first_seen, last_seen, toUInt64(0) AS tool_calls,
-            toUInt64(0) AS errors, toUInt64(0) AS events, toUInt64(0) AS messages_sent,
-            @INITIAL@ AS raw_state, '' AS tool, CAST(NULL AS Nullable(DateTime64(3, 'UTC'))) AS state_since,
-            '' AS state_event, '' AS state_note, '' AS state_id
-        FROM
-        (
-            SELECT
-                host, scope, agent, argMaxMerge(latest) AS c, assumeNotNull(min(first_at)) AS first_seen,
-                assumeNotNull(max(last_at)) AS last_seen
-            FROM agent_cost_rollup
-            GROUP BY host, scope, agent
-            HAVING sum(api_calls) > 0
-        )
-        WHERE (host, scope, agent) NOT IN (SELECT host, scope, agent FROM agent_key_rollup)
-    )
-);
+@AGENTS_SELECT@;
 
 -- agent_costs: one row per agent (host, scope, name) with usage; the columns of 009's view, and
 -- host and scope. The subagents' cost is that of the agents of its host and scope whose parent it is.
@@ -337,6 +285,63 @@ LEFT JOIN
 ) AS s ON s.host = a.host AND s.scope = a.scope AND s.parent_agent = toString(a.agent);
 """
 
+# The `agents` view's SELECT: the view as it is, and (agents_select) the same restricted to some
+# scopes, which the dashboard's roster asks.
+_AGENTS_SELECT = """\
+SELECT
+    agent, team, parent_agent, agent_type, agent_id, session_id, host, first_seen, last_seen, last_event,
+    @SHOWN_STATE@ AS state,
+    if(raw_state IN (@TOOL_STATES@), tool, '') AS current_tool,
+    tool_calls, errors, messages_sent, events, scope, state_since, silent_s, state_event, state_note,
+    state_id, scope_last_seen
+FROM
+(
+    SELECT
+        *,
+        max(last_seen) OVER (PARTITION BY host, scope) AS scope_last_seen,
+        dateDiff('millisecond', scope_last_seen, now64(3)) / 1000 AS silent_s
+    FROM
+    (
+        SELECT
+            host, scope, agent, l.1 AS team, l.2 AS parent_agent, l.3 AS agent_type, l.4 AS agent_id,
+            l.5 AS session_id, l.6 AS last_event, first_seen, last_seen, tool_calls, errors, events,
+            messages_sent,
+            @STATE_CASE@ AS raw_state,
+            s.3 AS tool,
+            if(s.1 = '', NULL, s.4) AS state_since,
+            s.1 AS state_event,
+            s.2 AS state_note,
+            s.5 AS state_id
+        FROM
+        (
+            SELECT
+                host, scope, agent, argMaxMerge(latest) AS l, argMaxMerge(state) AS s,
+                min(first_seen) AS first_seen,
+                max(last_seen) AS last_seen, sum(tool_calls) AS tool_calls, sum(errors) AS errors,
+                sum(events) AS events, sum(messages_sent) AS messages_sent
+            FROM agent_key_rollup
+@IN_SCOPES@            GROUP BY host, scope, agent
+        )
+        UNION ALL
+        SELECT
+            host, scope, agent, c.1 AS team, c.2 AS parent_agent, c.4 AS agent_type, c.3 AS agent_id,
+            scope AS session_id, 'Usage' AS last_event, first_seen, last_seen, toUInt64(0) AS tool_calls,
+            toUInt64(0) AS errors, toUInt64(0) AS events, toUInt64(0) AS messages_sent,
+            @INITIAL@ AS raw_state, '' AS tool, CAST(NULL AS Nullable(DateTime64(3, 'UTC'))) AS state_since,
+            '' AS state_event, '' AS state_note, '' AS state_id
+        FROM
+        (
+            SELECT
+                host, scope, agent, argMaxMerge(latest) AS c, assumeNotNull(min(first_at)) AS first_seen,
+                assumeNotNull(max(last_at)) AS last_seen
+            FROM agent_cost_rollup
+@IN_SCOPES@            GROUP BY host, scope, agent
+            HAVING sum(api_calls) > 0
+        )
+        WHERE (host, scope, agent) NOT IN (SELECT host, scope, agent FROM agent_key_rollup@KEY_SCOPES@)
+    )
+)"""
+
 _EVENTS_SELECT = """\
 SELECT
     host, scope, agent,
@@ -393,19 +398,13 @@ SELECT
     ) AS latest"""
 
 
-def render() -> str:
-    """The whole migration file."""
-    text = (
-        _TEMPLATE.replace("@EVENTS_LIVE@", _EVENTS_SELECT.replace("@SOURCE@", "events"))
-        .replace("@EVENTS_BACKFILL@", _EVENTS_SELECT.replace("@SOURCE@", "events FINAL"))
-        .replace("@COST_SELECT@", _COST_SELECT)
-    )
+def _filled(text: str, lost_after_s: str = str(agents.LOST_AFTER_S)) -> str:
     replacements = {
         "@COMMAND@": COMMAND,
         "@IS_STATE@": is_state_sql(),
         "@SCOPE@": scope_sql(),
         "@STATE_CASE@": state_case_sql("s.1", "s.2"),
-        "@SHOWN_STATE@": shown_state_sql("raw_state", "silent_s"),
+        "@SHOWN_STATE@": shown_state_sql("raw_state", "silent_s", lost_after_s),
         "@TOOL_STATES@": tool_states_sql(),
         "@INITIAL@": _quote(agents.INITIAL),
         "@LOST_AFTER@": str(agents.LOST_AFTER_S),
@@ -414,6 +413,28 @@ def render() -> str:
     for token, value in replacements.items():
         text = text.replace(token, value)
     return text
+
+
+def agents_select(scopes: str = "", lost_after_s: str = str(agents.LOST_AFTER_S)) -> str:
+    """The `agents` view's SELECT; with `scopes` (SQL that gives (host, scope) pairs: a subquery
+    in brackets, or a parameter), only the agents of those scopes, read from the rollups' rows of
+    those scopes alone (their sort keys start with host and scope). `lost_after_s`: the silence
+    after which an agent not stopped is lost, as SQL (a number or a parameter)."""
+    where = f"            WHERE (host, scope) IN {scopes}\n" if scopes else ""
+    text = _AGENTS_SELECT.replace("@IN_SCOPES@", where)
+    text = text.replace("@KEY_SCOPES@", f" WHERE (host, scope) IN {scopes}" if scopes else "")
+    return _filled(text, lost_after_s)
+
+
+def render() -> str:
+    """The whole migration file."""
+    text = (
+        _TEMPLATE.replace("@EVENTS_LIVE@", _EVENTS_SELECT.replace("@SOURCE@", "events"))
+        .replace("@EVENTS_BACKFILL@", _EVENTS_SELECT.replace("@SOURCE@", "events FINAL"))
+        .replace("@COST_SELECT@", _COST_SELECT)
+        .replace("@AGENTS_SELECT@", agents_select())
+    )
+    return _filled(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

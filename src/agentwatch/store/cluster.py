@@ -108,6 +108,9 @@ SHARDING_KEYS: Mapping[str, str] = {
     # through the Distributed tables.
     "agent_key_rollup": "cityHash64(host, scope, agent)",
     "agent_cost_rollup": "cityHash64(host, scope, agent)",
+    # 020: the live window's scopes per hour; events' view writes per shard, the others through
+    # the Distributed table, and every question reads it with max() per scope.
+    "scope_hours": "cityHash64(host, scope)",
 }
 
 # MergeTree engines the generator replicates. All but MergeTree merge the rows of one sorting key

@@ -19,7 +19,8 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentwatch.store import guard
+from agentwatch.agents import LOST_AFTER_S
+from agentwatch.store import guard, live_window
 from agentwatch.store.agents_sql import scope_sql
 
 if TYPE_CHECKING:
@@ -440,67 +441,49 @@ def cost_total(since: str = EPOCH) -> Query:
     )
 
 
-# --- the dashboard's costs ----------------------------------------------------------------------
+# --- the dashboard's costs, roster and team: the live window (live_window.py) -------------------
 
-# Per agent (host, scope, name: its own, and with its subagents of the same host and scope), per
-# team, and the current and previous UTC hour: what the roster, the team view and the status line
-# show. One reply, three kinds of row, from the cost rollups (their signed sums need no per-key
-# step here). An agent row's name is its scope and name; the hour row's name is the start of its
-# window (UTC).
-_TOKENS = (
-    "sum(input_tokens) + sum(output_tokens) + sum(cache_read_tokens) + sum(cache_write_5m_tokens) "
-    "+ sum(cache_write_1h_tokens)"
-)
-_PRICE = "if(sum(api_calls) > 0 AND sum(unpriced_calls) = sum(api_calls), NULL, sum(priced_usd))"
-# Built from constants only: nothing here comes from a person.
+ROSTER_LIMIT = live_window.ROSTER_LIMIT
+
+# Per agent of the live window (host, scope, name: its own, and with its subagents of the same host
+# and scope), per team (its agents of the window), and the current and previous UTC hour: what the
+# roster, the team view and the status line show. One reply, three kinds of row, from the cost
+# rollups (their signed sums need no per-key step here). An agent row's name is its scope and name;
+# the hour row's name is the start of its window (UTC).
 DASHBOARD_COSTS = Query(
-    "SELECT 'agent' AS what, a.host AS host, a.scope AS scope, toString(a.agent) AS name, a.usd AS usd, "  # noqa: S608
-    "if(a.usd IS NULL AND s.usd = 0, NULL, coalesce(a.usd, 0) + s.usd) AS usd_with_subagents, "
-    "a.tokens AS tokens, a.unpriced AS unpriced FROM "
-    f"(SELECT toString(host) AS host, scope, agent, {_PRICE} AS usd, {_TOKENS} AS tokens, "
-    "sum(unpriced_calls) AS unpriced FROM agent_cost_rollup GROUP BY host, scope, agent "
-    "HAVING sum(api_calls) > 0) AS a "
-    "LEFT JOIN (SELECT toString(host) AS host, scope, toString(parent_agent) AS parent, "
-    "sum(priced_usd) AS usd FROM agent_cost_rollup WHERE parent_agent != '' "
-    "GROUP BY host, scope, parent) AS s "
-    "ON s.host = a.host AND s.scope = a.scope AND s.parent = toString(a.agent) "
-    "UNION ALL "
-    f"SELECT 'team' AS what, '' AS host, '' AS scope, toString(team) AS name, {_PRICE} AS usd, "
-    f"{_PRICE} AS usd_with_subagents, {_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced "
-    "FROM agent_cost_rollup WHERE team != '' GROUP BY team HAVING sum(api_calls) > 0 "
-    "UNION ALL "
-    "SELECT 'hour' AS what, '' AS host, '' AS scope, "
-    "toString(toStartOfHour(now() - INTERVAL 1 HOUR)) AS name, "
-    f"{_PRICE} AS usd, {_PRICE} AS usd_with_subagents, {_TOKENS} AS tokens, "
-    "sum(unpriced_calls) AS unpriced FROM cost_hourly WHERE hour >= toStartOfHour(now() - INTERVAL 1 HOUR)"
+    live_window.DASHBOARD_COSTS_SQL, {"limit": ROSTER_LIMIT, "lost_after_s": LOST_AFTER_S}
 )
 
 
-# --- the dashboard's roster and team, from the rollups -------------------------------------------
-
-ROSTER_LIMIT = 300
-# The roster's columns: the `agents` view's, with the latest state event in its parts (so the
-# dashboard applies live events after it by the same rule), the silence of its scope, and the
-# totals over every agent (the roster shows at most ROSTER_LIMIT).
-_ROSTER_SQL = """\
-SELECT
-    agent, host, scope, team, parent_agent, agent_type, agent_id, session_id, first_seen, last_seen,
-    state, current_tool, state_since, state_event, state_note, state_id, scope_last_seen, silent_s,
-    tool_calls, errors, messages_sent, events,
-    count() OVER () AS agents_total,
-    sum(events) OVER () AS events_total,
-    sum(messages_sent) OVER () AS messages_total,
-    countIf(state IN ('lost', 'stopped')) OVER () AS done_total
-FROM agents
-ORDER BY state IN ('lost', 'stopped'), last_seen DESC, agent
-LIMIT {limit:UInt32}"""
+def _live_window(limit: int, lost_after_s: float) -> dict[str, Any]:
+    return {"limit": int(limit), "lost_after_s": max(0, int(lost_after_s))}
 
 
-def roster(limit: int = ROSTER_LIMIT) -> Query:
-    """Every agent ever seen (the `agents` view: one row per host, scope and name), the live ones
-    first (not lost, not stopped), then the newest, at most `limit`: the dashboard's roster is
-    this answer plus the live events that came after it."""
-    return Query(_ROSTER_SQL, {"limit": int(limit)})
+def roster(limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_S) -> Query:
+    """The agents of the live window (the `agents` view's rows of the scopes active in the last
+    `lost_after_s` seconds and of the newest `limit` scopes), the live ones first (not lost, not
+    stopped), then the newest, at most `limit`: the dashboard's roster is this answer plus the
+    live events that came after it. The `*_total` columns count the window's agents, events and
+    messages (every agent of those scopes, over all their time), not the whole history."""
+    return Query(live_window.ROSTER_SQL, _live_window(limit, lost_after_s))
+
+
+def window_edges(
+    limit: int = 500, roster_limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_S
+) -> Query:
+    """team_edges over the hours of the live window of `roster(roster_limit, lost_after_s)`: from
+    the hour of the oldest of its scopes' latest activity."""
+    return Query(
+        _EDGES_SQL.format(where=f"WHERE hour >= {live_window.WINDOW_START} "),
+        {**_live_window(roster_limit, lost_after_s), "edges": int(limit)},
+    )
+
+
+_EDGES_SQL = (
+    "SELECT from_agent, to_agent, team, sum(messages) AS messages, max(last_at) AS last_at, "
+    "argMaxMerge(last_summary) AS last_summary FROM edge_hourly {where}"
+    "GROUP BY from_agent, to_agent, team ORDER BY last_at DESC LIMIT {{edges:UInt32}}"
+)
 
 
 def team_edges(window_s: int | None, limit: int = 500) -> Query:
@@ -511,12 +494,9 @@ def team_edges(window_s: int | None, limit: int = 500) -> Query:
         if window_s is None
         else "WHERE hour >= toStartOfHour(now() - toIntervalSecond({window_s:UInt32})) "
     )
-    return Query(
-        "SELECT from_agent, to_agent, team, sum(messages) AS messages, max(last_at) AS last_at, "  # noqa: S608
-        f"argMaxMerge(last_summary) AS last_summary FROM edge_hourly {where}"
-        "GROUP BY from_agent, to_agent, team ORDER BY last_at DESC LIMIT {limit:UInt32}",
-        _window_params(window_s, limit),
-    )
+    params = _window_params(window_s, limit)
+    params["edges"] = params.pop("limit")
+    return Query(_EDGES_SQL.format(where=where), params)
 
 
 def stored_ids(ids: Sequence[str]) -> Query:

@@ -56,7 +56,7 @@ def read(history: HistorySource, asked: Sequence[str], roster_limit: int) -> Tru
         events_total=int(first.get("events_total") or 0),
         messages_total=int(first.get("messages_total") or 0),
     )
-    truth.edges = history.query(*queries.team_edges(None, EDGES_MAX)).dicts()
+    truth.edges = history.query(*queries.window_edges(EDGES_MAX, roster_limit)).dicts()
     truth.alerts = [
         *history.query(*queries.alerts(open_only=True, limit=10_000)).dicts(),
         *history.query(*queries.alerts(limit=ALERTS_RECENT)).dicts(),
