@@ -450,13 +450,18 @@ ROSTER_LIMIT = live_window.ROSTER_LIMIT
 # roster, the team view and the status line show. One reply, three kinds of row, from the cost
 # rollups (their signed sums need no per-key step here). An agent row's name is its scope and name;
 # the hour row's name is the start of its window (UTC).
-DASHBOARD_COSTS = Query(
-    live_window.DASHBOARD_COSTS_SQL, {"limit": ROSTER_LIMIT, "lost_after_s": LOST_AFTER_S}
-)
 
 
 def _live_window(limit: int, lost_after_s: float) -> dict[str, Any]:
     return {"limit": int(limit), "lost_after_s": max(0, int(lost_after_s))}
+
+
+def dashboard_costs(limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_S) -> Query:
+    """The costs of the agents of `roster(limit, lost_after_s)`'s window, and of the hour."""
+    return Query(live_window.DASHBOARD_COSTS_SQL, _live_window(limit, lost_after_s))
+
+
+DASHBOARD_COSTS = dashboard_costs()
 
 
 def roster(limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_S) -> Query:

@@ -252,7 +252,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     def refresh_truth(self) -> None:
         """Ask the store for its answer again (unless the last question is still out)."""
         if self.history is not None and (asked := self.state.ask_truth()) is not None:
-            self.load_truth(asked, self.state.roster.max_agents)
+            self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s)
 
     @on(TruthIn)
     def _truth_in(self, message: TruthIn) -> None:
@@ -282,7 +282,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def _ask_costs(self) -> None:
         self.state.ask_costs()
-        self.load_costs()
+        self.load_costs(self.state.roster.max_agents, self.state.roster.lost_after_s)
 
     @on(CostsIn)
     def _costs_in(self, message: CostsIn) -> None:

@@ -59,7 +59,7 @@ class HistoryFailed(Answer[str]):
 
 
 class CostsIn(Answer[list[tuple[Any, ...]]]):
-    """Rows of queries.DASHBOARD_COSTS."""
+    """Rows of queries.dashboard_costs."""
 
 
 class PayloadIn(Answer[dict[str, Any]]):
@@ -76,11 +76,11 @@ class StoreSide(_Base):
     history: HistorySource | None
 
     @work(thread=True, exclusive=True, group="truth", exit_on_error=False)
-    def load_truth(self, asked: list[str], roster_limit: int) -> None:
+    def load_truth(self, asked: list[str], roster_limit: int, lost_after_s: float) -> None:
         """The store's figures, and which of `asked` (live events counted on top) it holds."""
         assert self.history is not None
         try:
-            self.post_message(TruthIn(truth.read(self.history, asked, roster_limit)))
+            self.post_message(TruthIn(truth.read(self.history, asked, roster_limit, lost_after_s)))
         except HistoryError as exc:
             self.post_message(TruthFailed(str(exc)))
 
@@ -96,11 +96,11 @@ class StoreSide(_Base):
         self.post_message(HistoryIn(answer_envelopes(answer)))
 
     @work(thread=True, exclusive=True, group="costs", exit_on_error=False)
-    def load_costs(self) -> None:
+    def load_costs(self, roster_limit: int, lost_after_s: float) -> None:
         """The costs alone, soon after usage arrived (the rest waits for the next refresh)."""
         assert self.history is not None
         try:
-            rows = list(self.history.query(*queries.DASHBOARD_COSTS).rows)
+            rows = list(self.history.query(*queries.dashboard_costs(roster_limit, lost_after_s)).rows)
         except HistoryError:
             return  # the next refresh says why
         self.post_message(CostsIn(rows))

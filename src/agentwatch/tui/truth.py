@@ -46,9 +46,10 @@ class Truth:
     stored: set[str] = field(default_factory=set)
 
 
-def read(history: HistorySource, asked: Sequence[str], roster_limit: int) -> Truth:
-    """The store's answer; raises HistoryError (the caller shows its message and asks again)."""
-    roster = history.query(*queries.roster(roster_limit)).dicts()
+def read(history: HistorySource, asked: Sequence[str], roster_limit: int, lost_after_s: float) -> Truth:
+    """The store's answer for the live window (the scopes active within `lost_after_s` and the
+    newest ones); raises HistoryError (the caller shows its message and asks again)."""
+    roster = history.query(*queries.roster(roster_limit, lost_after_s)).dicts()
     first = roster[0] if roster else {}
     truth = Truth(
         roster=roster,
@@ -56,12 +57,12 @@ def read(history: HistorySource, asked: Sequence[str], roster_limit: int) -> Tru
         events_total=int(first.get("events_total") or 0),
         messages_total=int(first.get("messages_total") or 0),
     )
-    truth.edges = history.query(*queries.window_edges(EDGES_MAX, roster_limit)).dicts()
+    truth.edges = history.query(*queries.window_edges(EDGES_MAX, roster_limit, lost_after_s)).dicts()
     truth.alerts = [
         *history.query(*queries.alerts(open_only=True, limit=10_000)).dicts(),
         *history.query(*queries.alerts(limit=ALERTS_RECENT)).dicts(),
     ]
-    truth.costs = list(history.query(*queries.DASHBOARD_COSTS).rows)
+    truth.costs = list(history.query(*queries.dashboard_costs(roster_limit, lost_after_s)).rows)
     if asked:
         truth.stored = {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
     return truth
