@@ -42,11 +42,11 @@ from agentwatch import config
 from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
+from agentwatch.consumers.batch import batch_as_is, raw_batch
 from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
 from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.consumers.sinks import Sinks
-from agentwatch.consumers.store import _batch_as_is, _raw_batch
-from agentwatch.contract import ALL_SUBJECTS, is_usage_subject
+from agentwatch.contract import ALL_SUBJECTS, MSG_ID_HEADER, is_usage_subject
 from agentwatch.store import queries
 from agentwatch.store.writes import insert_alerts
 
@@ -278,7 +278,7 @@ class Watchdog:
                 await self._broker.publish(
                     body,
                     bus.alert_subject(alert["severity"], alert["rule"]),
-                    headers={"Nats-Msg-Id": f"{alert['id']}.{alert['state']}"},
+                    headers={MSG_ID_HEADER: f"{alert['id']}.{alert['state']}"},
                     stream=bus.ALERTS_STREAM,
                 )
             except Exception as exc:
@@ -343,8 +343,8 @@ def alerts_router(
         config=bus.alerts_consumer_config(),
         pull_sub=PullSub(batch_size=fetch_batch, timeout=fetch_timeout, batch=True),
         ack_policy=AckPolicy.MANUAL,
-        parser=_batch_as_is,
-        decoder=_raw_batch,
+        parser=batch_as_is,
+        decoder=raw_batch,
         title="alerts",
         description="The watchdog: every envelope into the alert rules; alerts on agentwatch.alert.>.",
     )
