@@ -29,7 +29,6 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +42,15 @@ from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
 from agentwatch.consumers.batch import batch_as_is, raw_batch
-from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
+from agentwatch.consumers.rules import (
+    Engine,
+    Json,
+    Rule,
+    RulesError,
+    default_file_text,
+    parse_rules,
+    parse_time,
+)
 from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.consumers.sinks import Sinks
 from agentwatch.contract import ALL_SUBJECTS, MSG_ID_HEADER, is_usage_subject
@@ -156,9 +163,10 @@ class Watchdog:
         self.engine.restore(open_rows)
         for env in events:
             env["data"] = _object(env.get("data"))
-            env["timestamp"] = _iso(env.get("timestamp"))
+            # Seconds, converted once: the sort and the engine read them as they are.
+            env["timestamp"] = parse_time(env.get("timestamp"))
         events.extend(await self._seen_not_stored(time.time() - seconds))
-        events.sort(key=lambda env: (_epoch(env.get("timestamp")), str(env.get("id", ""))))
+        events.sort(key=lambda env: (env["timestamp"], str(env.get("id", ""))))
         for env in events:
             self.engine.observe(env)  # (an event in both lists is taken once: the engine knows its id)
         await self._poll_costs()
@@ -180,8 +188,8 @@ class Watchdog:
         out: list[Json] = []
 
         def keep(msg: Msg, env: Json) -> None:  # (times corrected as the store stores them)
-            if not is_usage_subject(msg.subject) and _epoch(env.get("timestamp")) >= since:
-                out.append(env)
+            if not is_usage_subject(msg.subject) and (at := parse_time(env.get("timestamp"))) >= since:
+                out.append({**env, "timestamp": at})  # seconds, as the stored events have them
 
         screen(msgs, each=keep)
         return out
@@ -309,22 +317,6 @@ def _object(value: object) -> Json:
     except orjson.JSONDecodeError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-def _epoch(value: object) -> float:
-    """Seconds since the epoch of an ISO-8601 timestamp (0 when it is not one)."""
-    try:
-        return datetime.fromisoformat(str(value)).timestamp()
-    except ValueError:
-        return 0.0
-
-
-def _iso(value: object) -> str:
-    iso = getattr(value, "isoformat", None)
-    if iso is None:
-        return str(value or "")
-    text = str(iso())
-    return text if "+" in text or text.endswith("Z") else text + "+00:00"
 
 
 def alerts_router(
