@@ -54,7 +54,7 @@ from agentwatch.consumers.rules import (
 from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.consumers.sinks import Sinks
 from agentwatch.contract import ALL_SUBJECTS, MSG_ID_HEADER, is_usage_subject
-from agentwatch.store import queries
+from agentwatch.store import answer, queries
 from agentwatch.store.writes import insert_alerts
 
 if TYPE_CHECKING:
@@ -305,8 +305,11 @@ class Watchdog:
 
 
 def _rows(client: Client, query: queries.Query) -> list[dict[str, Any]]:
+    """`query`'s rows as the read side's typed answer gives them (answer.from_rows): a time is an
+    aware UTC datetime, decoded once, in one place."""
     result = client.query(query.sql, parameters=query.params or {})
-    return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
+    types = [t.name for t in result.column_types]
+    return answer.from_rows(result.column_names, types, result.result_rows).dicts()
 
 
 def _object(value: object) -> Json:
