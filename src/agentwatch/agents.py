@@ -71,6 +71,9 @@ TRANSITIONS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("StopFailure", (), FAILED),
     ("SessionEnd", (), STOPPED),
 )
+# Events that count as one of an agent's errors (the roster's and the `agents` view's `errors`):
+# a tool call that failed, a turn that ended on an API error.
+ERROR_EVENTS: tuple[str, ...] = ("PostToolUseFailure", "StopFailure")
 # States whose agent is inside a tool (or asking for one): the state event names the tool.
 TOOL_STATES: frozenset[str] = frozenset({WORKING, WAITING})
 

@@ -41,7 +41,9 @@ SCHEMA_VERSION = 1
 SUBJECT_ROOT = "genie"
 ALL_SUBJECTS = "genie.>"
 MESSAGE_SUBJECTS = "genie.msg.>"
+MESSAGE_SUBJECT_PREFIX = MESSAGE_SUBJECTS[:-1]  # what every message envelope's subject starts with
 MSG_ID_HEADER = "Nats-Msg-Id"
+ENVELOPE_PREFIX = b'{"v":1,"id":"'  # how `dumps` starts an envelope: readers find its id there
 SOURCE = "hook"
 # An event the hook worked out from one it received (a Gemini sub-agent's start and stop, which
 # Gemini CLI does not send): `data.derived_from` names the envelope it came with.

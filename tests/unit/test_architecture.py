@@ -37,10 +37,7 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parent, base]).strip(".")
+            base = imported_from(node, package)
             targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
         for target in targets:
             module = target
@@ -49,6 +46,15 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
             if module and module != name:
                 found.add(module)
     return found
+
+
+def imported_from(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module a `from ... import` in `package` imports from."""
+    base = node.module or ""
+    if node.level:
+        parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*parent, base]).strip(".")
+    return base
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -150,3 +156,23 @@ def test_every_setting_is_documented() -> None:
     page = (ROOT / "docs" / "configuration.md").read_text()
     missing = [s.name for s in config.SETTINGS if f"`{s.name}`" not in page]
     assert missing == []
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    """A name with a leading underscore is its module's own: another module that needs it asks
+    for it to be made public (named for what it is), so a change inside a module stays there."""
+    found = []
+    for name, path in modules():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = imported_from(node, package)
+            if base.split(".")[0] != "agentwatch" or base == name:
+                continue
+            found += [
+                f"{name}:{node.lineno} imports {base}.{alias.name}"
+                for alias in node.names
+                if alias.name.startswith("_") and not alias.name.startswith("__")
+            ]
+    assert not found, "\n".join(found)

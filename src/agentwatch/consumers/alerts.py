@@ -29,7 +29,6 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,12 +41,20 @@ from agentwatch import config
 from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
-from agentwatch.consumers.rules import Engine, Json, Rule, RulesError, default_file_text, parse_rules
+from agentwatch.consumers.batch import batch_as_is, raw_batch
+from agentwatch.consumers.rules import (
+    Engine,
+    Json,
+    Rule,
+    RulesError,
+    default_file_text,
+    parse_rules,
+    parse_time,
+)
 from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.consumers.sinks import Sinks
-from agentwatch.consumers.store import _batch_as_is, _raw_batch
-from agentwatch.contract import ALL_SUBJECTS, is_usage_subject
-from agentwatch.store import queries
+from agentwatch.contract import ALL_SUBJECTS, MSG_ID_HEADER, is_usage_subject
+from agentwatch.store import answer, queries
 from agentwatch.store.writes import insert_alerts
 
 if TYPE_CHECKING:
@@ -156,9 +163,10 @@ class Watchdog:
         self.engine.restore(open_rows)
         for env in events:
             env["data"] = _object(env.get("data"))
-            env["timestamp"] = _iso(env.get("timestamp"))
+            # Seconds, converted once: the sort and the engine read them as they are.
+            env["timestamp"] = parse_time(env.get("timestamp"))
         events.extend(await self._seen_not_stored(time.time() - seconds))
-        events.sort(key=lambda env: (_epoch(env.get("timestamp")), str(env.get("id", ""))))
+        events.sort(key=lambda env: (env["timestamp"], str(env.get("id", ""))))
         for env in events:
             self.engine.observe(env)  # (an event in both lists is taken once: the engine knows its id)
         await self._poll_costs()
@@ -180,8 +188,8 @@ class Watchdog:
         out: list[Json] = []
 
         def keep(msg: Msg, env: Json) -> None:  # (times corrected as the store stores them)
-            if not is_usage_subject(msg.subject) and _epoch(env.get("timestamp")) >= since:
-                out.append(env)
+            if not is_usage_subject(msg.subject) and (at := parse_time(env.get("timestamp"))) >= since:
+                out.append({**env, "timestamp": at})  # seconds, as the stored events have them
 
         screen(msgs, each=keep)
         return out
@@ -278,7 +286,7 @@ class Watchdog:
                 await self._broker.publish(
                     body,
                     bus.alert_subject(alert["severity"], alert["rule"]),
-                    headers={"Nats-Msg-Id": f"{alert['id']}.{alert['state']}"},
+                    headers={MSG_ID_HEADER: f"{alert['id']}.{alert['state']}"},
                     stream=bus.ALERTS_STREAM,
                 )
             except Exception as exc:
@@ -297,8 +305,11 @@ class Watchdog:
 
 
 def _rows(client: Client, query: queries.Query) -> list[dict[str, Any]]:
+    """`query`'s rows as the read side's typed answer gives them (answer.from_rows): a time is an
+    aware UTC datetime, decoded once, in one place."""
     result = client.query(query.sql, parameters=query.params or {})
-    return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
+    types = [t.name for t in result.column_types]
+    return answer.from_rows(result.column_names, types, result.result_rows).dicts()
 
 
 def _object(value: object) -> Json:
@@ -309,22 +320,6 @@ def _object(value: object) -> Json:
     except orjson.JSONDecodeError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-def _epoch(value: object) -> float:
-    """Seconds since the epoch of an ISO-8601 timestamp (0 when it is not one)."""
-    try:
-        return datetime.fromisoformat(str(value)).timestamp()
-    except ValueError:
-        return 0.0
-
-
-def _iso(value: object) -> str:
-    iso = getattr(value, "isoformat", None)
-    if iso is None:
-        return str(value or "")
-    text = str(iso())
-    return text if "+" in text or text.endswith("Z") else text + "+00:00"
 
 
 def alerts_router(
@@ -343,8 +338,8 @@ def alerts_router(
         config=bus.alerts_consumer_config(),
         pull_sub=PullSub(batch_size=fetch_batch, timeout=fetch_timeout, batch=True),
         ack_policy=AckPolicy.MANUAL,
-        parser=_batch_as_is,
-        decoder=_raw_batch,
+        parser=batch_as_is,
+        decoder=raw_batch,
         title="alerts",
         description="The watchdog: every envelope into the alert rules; alerts on agentwatch.alert.>.",
     )

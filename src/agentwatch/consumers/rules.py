@@ -154,7 +154,10 @@ def iso(t: float) -> str:
 
 
 def parse_time(value: object) -> float:
-    """An envelope's time as Unix seconds; 0.0 when it has none (format.utc_seconds)."""
+    """An envelope's time as Unix seconds; 0.0 when it has none (format.utc_seconds). A float is
+    seconds already (the watchdog's rebuild converts each time once, to sort by it) and is kept."""
+    if type(value) is float:
+        return value
     return utc_seconds(value) or 0.0
 
 

@@ -15,11 +15,8 @@ from typing import Any
 import orjson
 from nats.aio.msg import Msg
 
-from agentwatch.contract import EnvelopeError, dumps, is_usage_subject
+from agentwatch.contract import ENVELOPE_PREFIX, EnvelopeError, dumps, is_usage_subject
 from agentwatch.envelope_check import CORRECTED_KEY, check_envelope
-
-# A body as the emitter writes it starts so (and ends with "}"): inserted as it came.
-FAST_PREFIX = b'{"v":1,"id":"'
 
 # What screening found in a batch, by id() of the message: the body to insert instead of the one
 # it came with (a corrected envelope, or one not written as the emitter writes it), or the reason
@@ -64,8 +61,8 @@ def screen(
             if isinstance(data, dict) and "timestamp" in data.get(CORRECTED_KEY, ()):
                 checked = check_envelope(env, now, _arrived(msg, now))
             fixes[id(msg)] = _body(checked)
-        elif not (body.startswith(FAST_PREFIX) and body.endswith(b"}")):
-            fixes[id(msg)] = _body(checked)  # not as the emitter writes it: written again
+        elif not (body.startswith(ENVELOPE_PREFIX) and body.endswith(b"}")):
+            fixes[id(msg)] = _body(checked)  # not as `dumps` writes it (ENVELOPE_PREFIX ... }): again
         if each is not None:
             each(msg, checked)
     return fixes

@@ -3,16 +3,19 @@
 A FastStream JetStream pull subscriber (durable, manual acks) hands raw batches to a StoreWriter.
 The writer gathers them into large inserts (size and time bounds), runs each insert in a worker
 thread (chDB releases the GIL, so the next batch is fetched meanwhile), and acknowledges messages
-only after ClickHouse took them. Envelope bodies go to ClickHouse as JSONEachRow untouched: no
-per-event decoding in Python on the normal path.
+only after ClickHouse took them. Every body is parsed once, by `screen` (for the watchdog too);
+what it finds nothing to say about goes to ClickHouse as JSONEachRow, the bytes as published.
+
+One write path (`StoreWriter.write`): the batch is sorted once (`classify`: usage records, what
+`screen` found no envelope, the envelopes to insert with their bodies); every ClickHouse call goes
+through one retrying call (`_retrying`) that holds the batch in progress while it waits.
 
 Failure handling:
 - ClickHouse unavailable: the batch is kept, retried with exponential backoff, and its messages are
   marked in progress so JetStream does not redeliver them elsewhere meanwhile.
-- Every body is parsed once (for the watchdog too) and checked against the contract before the
-  insert (`screen`): a body that is not an agentwatch envelope is dead-lettered with the reason,
-  without an insert; a time or number out of range is corrected, the values it came with kept in
-  its `data`. So ClickHouse never sees what it would refuse a whole batch for.
+- A body that is not an agentwatch envelope is dead-lettered with the reason, without an insert;
+  a time or number out of range is corrected, the values it came with kept in its `data`
+  (`screen`). So ClickHouse never sees what it would refuse a whole batch for.
 - What ClickHouse refuses all the same (a field given twice): found by one read of the batch into
   a table that keeps nothing, else by bisecting; dead-lettered (once) with ClickHouse's reason. A
   batch slow to write is kept in progress (+WPI every third of the ack wait).
@@ -33,28 +36,26 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from faststream.middlewares import AckPolicy
 from faststream.nats import JStream, NatsRouter, PullSub
 from faststream.nats.annotations import JsClient, NatsMessage
-from faststream.nats.message import NatsBatchMessage
 from nats.aio.msg import Msg
 
 from agentwatch import config
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all, in_progress_all, keep_in_progress, nak_all
+from agentwatch.consumers.batch import batch_as_is, raw_batch
 from agentwatch.consumers.screen import Fixes, screen
-from agentwatch.contract import (
-    ALL_SUBJECTS,
-    MESSAGE_SUBJECTS,
-    is_usage_subject,
-)
+from agentwatch.contract import ALL_SUBJECTS, MESSAGE_SUBJECT_PREFIX, is_usage_subject
 from agentwatch.store.usage import UsageRows, insert_usage, usage_rows
 from agentwatch.store.writes import (
     EVENTS_TABLE,
     MESSAGE_ENVELOPES_TABLE,
+    DeadLetter,
     envelope_id,
     insert_batch,
     insert_dead_letters,
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentwatch.store")
 
-_MSG_PREFIX = MESSAGE_SUBJECTS[:-1]  # "genie.msg."
+T = TypeVar("T")
 # ClickHouse error codes that mean "this data", not "this server": parse and format errors (not
 # 75, 76 and 252, a file that cannot be written or opened and too many parts: the server's state,
 # which a retry outlives; CANNOT_PARSE_BOOL, 467, and VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE, 321, are
@@ -146,7 +147,10 @@ class Poison(Exception):
 
 
 class StoreWriter:
-    """Gathers raw messages into ClickHouse inserts; acks after success; never loses a message."""
+    """Gathers raw messages into ClickHouse inserts and acknowledges each message once it is
+    stored or dead-lettered: a message is never acknowledged unwritten (`stop` hands back to
+    JetStream what it could not write). `insert` (events, messages) and `insert_usage_rows` are
+    the ClickHouse writes, replaceable in tests."""
 
     def __init__(
         self,
@@ -167,7 +171,7 @@ class StoreWriter:
         self._last_insert = -math.inf  # when the last batch began to be written (monotonic)
         self.max_held = max_held
         self.stats = StoreStats()
-        self._insert = insert
+        self._insert_batch = insert
         self._insert_usage = insert_usage_rows
         self._retry_max = retry_max_seconds
         # Fetched batches, each with whether its fetch left more waiting (bounded by `max_held`).
@@ -286,36 +290,20 @@ class StoreWriter:
     # -- writing -----------------------------------------------------------------------------
 
     async def write(self, msgs: list[Msg], fixes: Fixes | None = None) -> None:
-        """Insert one batch with what `screen` found (run here when not given): corrected bodies
-        in place of their own, what is no envelope dead-lettered without an insert; ack all."""
-        if fixes is None:
-            fixes = screen(msgs)
-        usage = [m for m in msgs if m.subject.endswith(".usage") and is_usage_subject(m.subject)]
-        dead: list[tuple[Msg, str]] = []
-        if usage:
-            msgs = [m for m in msgs if not (m.subject.endswith(".usage") and is_usage_subject(m.subject))]
-            usage = await self._store_usage(usage, dead, others=msgs)
-        bodies: dict[int, bytes] = {}
-        good = list(msgs)
-        if fixes:
-            good = []
-            for msg in msgs:
-                fix = fixes.get(id(msg))
-                if fix is None:
-                    good.append(msg)
-                elif type(fix) is str:
-                    dead.append((msg, fix))
-                else:
-                    bodies[id(msg)] = fix  # type: ignore[assignment]  # (bytes: not a str)
-                    good.append(msg)
-        known = await self._stored_already(good, bodies)
-        await self._insert_all(good, bodies, dead)
+        """Store one batch and acknowledge it: usage records priced into their tables, envelopes
+        inserted (screening's corrected bodies in place of their own), and what can never be
+        stored dead-lettered with its reason; acks only after all of that succeeded."""
+        batch = classify(msgs, screen(msgs) if fixes is None else fixes)
+        dead = batch.dead
+        usage = await self._store_usage(batch.usage, dead, hold=msgs) if batch.usage else []
+        known = await self._stored_already(batch.entries)
+        stored = await self._insert_all(batch.entries, dead)
         # Rows counted once, as their message is acknowledged, if the store did not have them
         # before: not per insert (a retry after a write, a bisected batch), nor a redelivery.
         messages = events = 0
-        for msg in good:
+        for msg, _, message in stored:
             if id(msg) not in known:
-                if msg.subject.startswith(_MSG_PREFIX):
+                if message:
                     messages += 1
                 else:
                     events += 1
@@ -323,19 +311,37 @@ class StoreWriter:
         self.stats.messages += messages
         if dead:
             await self._dead_letter(dead)
-        await ack_all(good + usage)
+        await ack_all([msg for msg, _, _ in stored] + usage)
         await ack_all([m for m, _ in dead])
 
-    async def _stored_already(self, msgs: list[Msg], bodies: dict[int, bytes]) -> set[int]:
+    async def _retrying(self, what: str, call: Callable[[], T], hold: Sequence[Msg], *, refusable: bool) -> T:
+        """`call`'s result, run in a worker thread until it succeeds: each failure counted and
+        logged, then a wait (0.25 s, doubling up to `retry_max_seconds`) holding `hold` in progress
+        so JetStream does not deliver them elsewhere meanwhile. With `refusable`, an error that is
+        the data's and not the server's (_DATA_ERROR_CODES) raises Poison at once: never retried."""
+        delay = 0.25
+        while True:
+            try:
+                return await asyncio.to_thread(call)
+            except Exception as exc:
+                if refusable and _error_code(exc) in _DATA_ERROR_CODES:
+                    raise Poison(_reason(exc)) from None
+                self.stats.insert_failures += 1
+                self.stats.last_error = _reason(exc)[:300]
+                log.warning("%s failed (%s); retrying in %.1fs", what, self.stats.last_error, delay)
+            await self._hold(hold, delay)
+            delay = min(delay * 2, self._retry_max)
+
+    async def _stored_already(self, entries: list[Entry]) -> set[int]:
         """The messages (by id()) that add no row: their envelope id is stored already (a
-        redelivery) or came earlier in `msgs`. None when ClickHouse cannot say now (the insert
+        redelivery) or came earlier in `entries`. None when ClickHouse cannot say now (the insert
         waits for it anyway)."""
 
         def find() -> set[int]:
-            ids = [envelope_id(bodies.get(id(m), m.data)) for m in msgs]
+            ids = [envelope_id(body) for _, body, _ in entries]
             taken = stored_ids(self.client, ids)
             again: set[int] = set()
-            for msg, key in zip(msgs, ids, strict=True):
+            for (msg, _, _), key in zip(entries, ids, strict=True):
                 if key in taken:
                     again.add(id(msg))
                 elif key:
@@ -348,119 +354,93 @@ class StoreWriter:
             return set()
 
     async def _store_usage(
-        self, msgs: list[Msg], dead: list[tuple[Msg, str]], others: Sequence[Msg] = ()
+        self, msgs: list[Msg], dead: list[tuple[Msg, str]], hold: Sequence[Msg]
     ) -> list[Msg]:
-        """Price and insert usage envelopes (retrying while ClickHouse is away, holding `others`,
-        the rest of the batch, in progress too); the ones that are not usage envelopes go to
-        `dead`. Returns the ones stored."""
+        """Price and insert usage envelopes (holding `hold`, the whole batch, while ClickHouse is
+        away); the ones that are not usage envelopes, or that ClickHouse refuses, go to `dead`.
+        Returns the ones stored."""
         rows: UsageRows = await asyncio.to_thread(usage_rows, [m.data for m in msgs])
         bad = {i for i, _ in rows.bad}
         dead.extend((msgs[i], reason) for i, reason in rows.bad)
         kept = [m for i, m in enumerate(msgs) if i not in bad]
-        delay = 0.25
-        while kept:
-            try:
-                await asyncio.to_thread(self._insert_usage, self.client, rows)
-            except Exception as exc:
-                if _error_code(exc) in _DATA_ERROR_CODES:  # these rows, not the server: never retried
-                    dead.extend((m, f"rejected by ClickHouse: {_reason(exc)}") for m in kept)
-                    return []
-                self.stats.insert_failures += 1
-                self.stats.last_error = _reason(exc)[:300]
-                log.warning("usage insert failed (%s); retrying in %.1fs", self.stats.last_error, delay)
-                await self._hold([*kept, *others], delay)
-                delay = min(delay * 2, self._retry_max)
-                continue
-            self.stats.usage += len(kept)
-            break
+        if not kept:
+            return []
+        try:
+            await self._retrying(
+                "usage insert", partial(self._insert_usage, self.client, rows), hold, refusable=True
+            )
+        except Poison as exc:  # these rows, not the server
+            dead.extend((m, f"rejected by ClickHouse: {exc}") for m in kept)
+            return []
+        self.stats.usage += len(kept)
         return kept
 
-    async def _insert_all(
-        self, msgs: list[Msg], bodies: dict[int, bytes], dead: list[tuple[Msg, str]]
-    ) -> None:
-        """Insert `msgs`; messages ClickHouse rejects move from `msgs` to `dead`."""
-        if not msgs:
-            return
-        pending: list[tuple[list[Msg], bool]] = [(msgs, False)]  # (part, read row by row already)
+    async def _insert_all(self, entries: list[Entry], dead: list[tuple[Msg, str]]) -> list[Entry]:
+        """Insert `entries`, retrying while ClickHouse is away. When ClickHouse refuses a part for
+        its data, the rows it names on one read of the part (`_refused`) go to `dead` and the rest
+        is inserted again; when it names none (a view refused them, say), the part is halved until
+        each refused message is alone. Returns the entries stored."""
+        refused: set[int] = set()
+        pending: list[tuple[list[Entry], bool]] = (
+            [(entries, False)] if entries else []
+        )  # (part, read already)
         while pending:
             part, read = pending.pop()
             try:
-                await self._insert_retrying(part, bodies)
+                await self._insert(part)
             except Poison as exc:
                 if len(part) == 1:
-                    dead.append((part[0], f"rejected by ClickHouse: {exc}"))
-                    msgs.remove(part[0])
-                    continue
-                refused = [] if read else await self._refused(part, bodies)
-                if refused:
-                    for msg, reason in refused:
-                        dead.append((msg, f"rejected by ClickHouse: {reason}"))
-                        msgs.remove(msg)
-                    gone = {id(m) for m, _ in refused}
-                    pending.append(([m for m in part if id(m) not in gone], True))
-                else:  # refused by what ClickHouse does with rows it read (a view, say)
+                    named = [(part[0][0], str(exc))]
+                else:
+                    named = [] if read else await self._refused(part)
+                for msg, reason in named:
+                    dead.append((msg, f"rejected by ClickHouse: {reason}"))
+                    refused.add(id(msg))
+                if len(part) > 1 and named:
+                    rest = [e for e in part if id(e[0]) not in refused]
+                    pending.extend([(rest, True)] if rest else [])
+                elif len(part) > 1:
                     half = len(part) // 2
                     pending.extend(((part[half:], True), (part[:half], True)))
+        return [e for e in entries if id(e[0]) not in refused] if refused else entries
 
-    async def _refused(self, part: list[Msg], bodies: dict[int, bytes]) -> list[tuple[Msg, str]]:
+    async def _refused(self, part: list[Entry]) -> list[tuple[Msg, str]]:
         """The messages of `part` ClickHouse cannot read, with its reasons (refused_rows: one
         read of the part into a table that keeps nothing); none when it names no row."""
         found: list[tuple[Msg, str]] = []
-        for table, group in (
-            (EVENTS_TABLE, [m for m in part if not m.subject.startswith(_MSG_PREFIX)]),
-            (MESSAGE_ENVELOPES_TABLE, [m for m in part if m.subject.startswith(_MSG_PREFIX)]),
-        ):
+        for table, message in ((EVENTS_TABLE, False), (MESSAGE_ENVELOPES_TABLE, True)):
+            group = [entry for entry in part if entry[2] is message]
             if not group:
                 continue
             try:
                 rows = await asyncio.to_thread(
-                    refused_rows, self.client, table, [bodies.get(id(m), m.data) for m in group]
+                    refused_rows, self.client, table, [body for _, body, _ in group]
                 )
             except Exception:  # no row named (or ClickHouse away): bisecting finds them
                 return []
-            found += [(group[at], _reason(Exception(text))) for at, text in rows]
+            found += [(group[at][0], _reason(Exception(text))) for at, text in rows]
         return found
 
-    async def _insert_retrying(self, msgs: list[Msg], bodies: dict[int, bytes]) -> None:
-        if bodies:
-            events = [bodies.get(id(m), m.data) for m in msgs if not m.subject.startswith(_MSG_PREFIX)]
-            messages = [bodies.get(id(m), m.data) for m in msgs if m.subject.startswith(_MSG_PREFIX)]
-        else:
-            messages = [m.data for m in msgs if m.subject.startswith(_MSG_PREFIX)]
-            events = (
-                [m.data for m in msgs if not m.subject.startswith(_MSG_PREFIX)]
-                if messages
-                else [m.data for m in msgs]
-            )
-        delay = 0.25
-        while True:
-            started = time.monotonic()
-            try:
-                # No subject column per row: splicing it into every body cost the event loop's
-                # thread measurable time; the contract derives it from event and agent.
-                await asyncio.to_thread(self._insert, self.client, events, messages)
-            except Exception as exc:
-                code = _error_code(exc)
-                if code in _DATA_ERROR_CODES:
-                    raise Poison(_reason(exc)) from None
-                self.stats.insert_failures += 1
-                self.stats.last_error = _reason(exc)[:300]
-                log.warning("ClickHouse insert failed (%s); retrying in %.1fs", self.stats.last_error, delay)
-                await self._hold(msgs, delay)
-                delay = min(delay * 2, self._retry_max)
-                continue
-            self.stats.batches += 1
-            self.stats.last_error = ""
-            log.debug("stored %d events, %d messages in %.0f ms", len(events), len(messages),
-                      (time.monotonic() - started) * 1000)  # fmt: skip
-            return
+    async def _insert(self, part: list[Entry]) -> None:
+        """One insert of `part` (`_retrying`): its events and its messages, each in their table."""
+        events = [body for _, body, message in part if not message]
+        messages = [body for _, body, message in part if message]
+        started = time.monotonic()
+        # No subject column per row: splicing it into every body cost the event loop's thread
+        # measurable time; the contract derives it from event and agent.
+        insert = partial(self._insert_batch, self.client, events, messages)
+        await self._retrying("ClickHouse insert", insert, [msg for msg, _, _ in part], refusable=True)
+        self.stats.batches += 1
+        self.stats.last_error = ""
+        log.debug("stored %d events, %d messages in %.0f ms", len(events), len(messages),
+                  (time.monotonic() - started) * 1000)  # fmt: skip
 
-    async def _hold(self, msgs: list[Msg], seconds: float) -> None:
+    async def _hold(self, msgs: Sequence[Msg], seconds: float) -> None:
         """Wait, keeping JetStream from redelivering `msgs` elsewhere (in-progress acks)."""
         end = time.monotonic() + seconds
         while True:
             with contextlib.suppress(Exception):  # the bus may be away too; redelivery is then fine
-                await in_progress_all(msgs)
+                await in_progress_all(list(msgs))
             left = end - time.monotonic()
             if left <= 0:
                 return
@@ -473,24 +453,48 @@ class StoreWriter:
             rows.append((msg.subject, seq, deliveries, reason, msg.data))
         await self.dead_letter_rows(rows, [m for m, _ in dead])
 
-    async def dead_letter_rows(
-        self, rows: list[tuple[str, int, int, str, bytes]], hold: Sequence[Msg] = ()
-    ) -> None:
-        """Write dead-letter rows, retrying while ClickHouse is away (holding `hold` meanwhile)."""
-        delay = 0.25
-        while True:
-            try:
-                kept = await asyncio.to_thread(insert_dead_letters, self.client, rows)
-            except Exception as exc:
-                self.stats.insert_failures += 1
-                self.stats.last_error = _reason(exc)[:300]
-                await self._hold(list(hold), delay)
-                delay = min(delay * 2, self._retry_max)
-                continue
-            self.stats.dead_letters += len(kept)
-            for row in kept:
-                log.warning("dead letter: %s", row[3][:200])
-            return
+    async def dead_letter_rows(self, rows: list[DeadLetter], hold: Sequence[Msg] = ()) -> None:
+        """Write dead-letter rows (each message once: insert_dead_letters), retrying while
+        ClickHouse is away (holding `hold` meanwhile)."""
+        write = partial(insert_dead_letters, self.client, rows)
+        kept = await self._retrying("dead-letter insert", write, hold, refusable=False)
+        self.stats.dead_letters += len(kept)
+        for row in kept:
+            log.warning("dead letter: %s", row[3][:200])
+
+
+# One envelope of a batch as `classify` sorted it: its message, the body to insert (screening's
+# correction, else the body as it came), and whether it is a message envelope (genie.msg.*).
+Entry = tuple[Msg, bytes, bool]
+
+
+@dataclass
+class Classified:
+    """A batch sorted once: envelopes to insert, usage records, and what can never be stored."""
+
+    entries: list[Entry]
+    usage: list[Msg]
+    dead: list[tuple[Msg, str]]
+
+
+def classify(msgs: Sequence[Msg], fixes: Fixes) -> Classified:
+    """Sort `msgs` in one pass, with what `screen` found: a usage subject to the usage path; a
+    reason (str) to the dead letters; else an entry with its body (the corrected one if any)."""
+    out = Classified([], [], [])
+    entries, prefix = out.entries, MESSAGE_SUBJECT_PREFIX
+    for msg in msgs:
+        subject = msg.subject
+        if subject.endswith(".usage") and is_usage_subject(subject):
+            out.usage.append(msg)
+            continue
+        fix = fixes.get(id(msg)) if fixes else None
+        if fix is None:
+            entries.append((msg, msg.data, subject.startswith(prefix)))
+        elif type(fix) is str:
+            out.dead.append((msg, fix))
+        else:
+            entries.append((msg, fix, subject.startswith(prefix)))  # type: ignore[arg-type]  # (bytes)
+    return out
 
 
 def _more_waiting(msg: Msg) -> bool:
@@ -542,20 +546,6 @@ def advisory_router(writer: StoreWriter) -> NatsRouter:
     return router
 
 
-async def _batch_as_is(msgs: list[Msg]) -> NatsBatchMessage:
-    """The fetched messages as the batch's body. FastStream's batch parser copies every body
-    into a list and reads every message's headers, which makes `fastparse` parse them all; the
-    store's handler needs the nats-py messages themselves."""
-    return NatsBatchMessage(raw_message=msgs, body=msgs)
-
-
-async def _raw_batch(msg: Any) -> Any:
-    """The batch's body as `_batch_as_is` left it: FastStream's default decoder parses every
-    message of a batch into its own StreamMessage (a uuid4 each) to JSON-decode bodies this
-    handler never reads; that was a quarter of the store's time."""
-    return msg.body
-
-
 def store_router(
     writer: StoreWriter,
     *,
@@ -578,13 +568,13 @@ def store_router(
         config=bus.store_consumer_config(),
         pull_sub=PullSub(batch_size=fetch_batch, timeout=fetch_timeout, batch=True),
         ack_policy=AckPolicy.MANUAL,
-        parser=_batch_as_is,
-        decoder=_raw_batch,
+        parser=batch_as_is,
+        decoder=raw_batch,
         title="store",
         description="Every envelope on genie.> into ClickHouse; acked after the insert.",
     )
     async def store_events(batch: Any) -> None:
-        # The fetched nats-py messages themselves (see _batch_as_is). Not `msg: NatsMessage`:
+        # The fetched nats-py messages themselves (see consumers/batch.py). Not `msg: NatsMessage`:
         # FastStream resolves that annotation in a worker thread, a thread handoff per batch.
         # Each body is parsed once, for both: the watchdog screens the batch (`screen`) and sees
         # the envelopes as they are stored.

@@ -241,7 +241,7 @@ def write_trust(
 ) -> tuple[int, str, str | None]:
     """Set `trust` and take `forget` out of `config` (config.toml): (keys written, what became of
     the file, the dry run's diff or None)."""
-    from agentwatch.emitter.settings import _diff
+    from agentwatch.emitter.settings import unified_diff_of
 
     try:
         old = config.read_text(encoding="utf-8")
@@ -253,7 +253,7 @@ def write_trust(
     if new == (old or ""):
         return 0, "", "no change" if dry_run else None
     if dry_run:
-        return len(trust), "", _diff(config, old, new or None)
+        return len(trust), "", unified_diff_of(config, old, new or None)
     if not new and old is not None and settingsfile.created_directories(config) is not None:
         settingsfile.remove_created(config, 0, lambda _p: True)
         return len(trust), " (deleted the file, which install had created)", None

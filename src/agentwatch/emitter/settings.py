@@ -422,7 +422,8 @@ def read_settings(path: Path) -> tuple[str | None, Json]:
     return text, value
 
 
-def _diff(path: Path, old: str | None, new: str | None) -> str:
+def unified_diff_of(path: Path, old: str | None, new: str | None) -> str:
+    """A settings file's change as a unified diff (None: the file absent before, or after)."""
     lines = difflib.unified_diff(
         (old or "").splitlines(keepends=True),
         (new or "").splitlines(keepends=True),
@@ -459,7 +460,7 @@ def _remove_created(
 ) -> tuple[str, str | None]:
     """Delete a file that install created, now that uninstall would leave it `{}`."""
     if dry_run:
-        return "", _diff(path, old_text, None)
+        return "", unified_diff_of(path, old_text, None)
     try:
         removed = settingsfile.remove_created(target, directories, _only_ours)
     except OSError as exc:
@@ -496,7 +497,7 @@ def _update(
         return changed, *_remove_created(path, target, created, old_text, dry_run)
     new_text = rerender(old_text, old, new)
     if dry_run:
-        return changed, "", _diff(path, old_text, new_text) or "no change"
+        return changed, "", unified_diff_of(path, old_text, new_text) or "no change"
     try:
         if installing and old_text is not None and strip(old) == old:
             settingsfile.forget_created(target)  # a file the user made again: its first backup is theirs

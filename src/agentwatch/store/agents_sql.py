@@ -89,7 +89,7 @@ _TEMPLATE = """\
 -- agent_key_rollup: per host, scope and agent name, the inputs of the `agents` view:
 --   latest      (team, parent_agent, agent_type, agent_id, session_id, event) of its latest event
 --   state       (event, notification type, tool, time, id) of its latest state event
---   first_seen, last_seen, tool_calls (PreToolUse), errors (PostToolUseFailure, StopFailure),
+--   first_seen, last_seen, tool_calls (PreToolUse), errors (@ERROR_EVENT_NAMES@),
 --   events (rows of `events`), messages_sent (messages it sent)
 CREATE TABLE IF NOT EXISTS agent_key_rollup
 (
@@ -355,7 +355,7 @@ SELECT
     min(timestamp) AS first_seen,
     max(timestamp) AS last_seen,
     toUInt64(countIf(event = 'PreToolUse')) AS tool_calls,
-    toUInt64(countIf(event IN ('PostToolUseFailure', 'StopFailure'))) AS errors,
+    toUInt64(countIf(@IS_ERROR@)) AS errors,
     toUInt64(count()) AS events,
     toUInt64(0) AS messages_sent
 FROM
@@ -409,6 +409,8 @@ def _filled(text: str, lost_after_s: str = str(agents.LOST_AFTER_S)) -> str:
         "@INITIAL@": _quote(agents.INITIAL),
         "@LOST_AFTER@": str(agents.LOST_AFTER_S),
         "@NOTE_FIELD@": agents.NOTE_FIELD,
+        "@IS_ERROR@": _in("event", agents.ERROR_EVENTS),
+        "@ERROR_EVENT_NAMES@": ", ".join(agents.ERROR_EVENTS),
     }
     for token, value in replacements.items():
         text = text.replace(token, value)

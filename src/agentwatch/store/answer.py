@@ -126,6 +126,12 @@ def decode(reply: Mapping[str, Any]) -> Answer:
     )
 
 
+def from_rows(columns: Sequence[str], types: Sequence[str], rows: Sequence[Sequence[Any]]) -> Answer:
+    """The Answer of rows a ClickHouse client gave back in the store's own process (the watchdog
+    beside it asks the store directly), decoded as `decode` decodes a query service's reply."""
+    return decode({"columns": list(columns), "types": list(types), "rows": rows})
+
+
 def seconds(value: Any) -> float:
     """A time of an answer (or None) as Unix seconds; 0.0 for none."""
     if isinstance(value, dt.datetime):

@@ -7,11 +7,11 @@ influence bound by ClickHouse. Importing it loads no ClickHouse client.
 from __future__ import annotations
 
 from agentwatch.store.agents_sql import scope_sql
-from agentwatch.store.queries import _HEADLINE_SQL, Query
+from agentwatch.store.queries import HEADLINE_SQL, Query
 
 # --- the MCP server -----------------------------------------------------------------------------
 
-_SCOPE_SQL = _HEADLINE_SQL.format(
+_SCOPE_SQL = HEADLINE_SQL.format(
     where=f"WHERE {scope_sql()} = {{scope:String}} ",
     message_where=f"WHERE {scope_sql()} = {{scope:String}} ",
 )

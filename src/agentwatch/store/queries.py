@@ -129,7 +129,7 @@ def run_query(
 # time when a person opens an event): a reply must fit one NATS message. Tasks are the one thing
 # the team view needs from the payload: two short fields, for task events only. Messages live in
 # their own table; they come back in the shape of the live message envelopes.
-_HEADLINE_SQL = (
+HEADLINE_SQL = (
     "SELECT * FROM (SELECT * FROM ("
     "SELECT * FROM ("
     "SELECT id, timestamp, event, kind, agent, team, peer, parent_agent, agent_type, session_id, host, "
@@ -148,9 +148,9 @@ _HEADLINE_SQL = (
     ") ORDER BY timestamp DESC LIMIT {{limit:UInt32}}"
     ") ORDER BY timestamp"
 )
-_RECENT_SQL = _HEADLINE_SQL.format(where="", message_where="")
+_RECENT_SQL = HEADLINE_SQL.format(where="", message_where="")
 # One agent: its name, host and scope (agentwatch.agents.scope, in SQL).
-_AGENT_SQL = _HEADLINE_SQL.format(
+_AGENT_SQL = HEADLINE_SQL.format(
     where=f"WHERE agent = {{agent:String}} AND host = {{host:String}} AND {scope_sql()} = {{scope:String}} ",
     message_where=f"WHERE from_agent = {{agent:String}} AND {scope_sql()} = {{scope:String}} ",
 )

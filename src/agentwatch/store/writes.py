@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from agentwatch.contract import ENVELOPE_PREFIX
 from agentwatch.store.trim import field_max_bytes, trim_bodies
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 EVENTS_TABLE = "events_in"
 MESSAGE_ENVELOPES_TABLE = "message_envelopes"
 DEAD_LETTERS_TABLE = "dead_letters"
-_ID_PREFIX = b'{"v":1,"id":"'
 _LOOKUP_CHUNK = 5000
 
 # Settings for inserting envelope bodies with FORMAT JSONEachRow.
@@ -78,9 +78,9 @@ def event_insert_settings(client: Client) -> dict[str, object]:
 def envelope_id(body: bytes) -> str:
     """The envelope's id: read at its fixed place in a body as the emitter writes it (no parsing
     of the rest), else from the decoded JSON; '' when it has none."""
-    if body.startswith(_ID_PREFIX):
-        end = body.find(b'"', len(_ID_PREFIX))
-        raw = body[len(_ID_PREFIX) : end]
+    if body.startswith(ENVELOPE_PREFIX):
+        end = body.find(b'"', len(ENVELOPE_PREFIX))
+        raw = body[len(ENVELOPE_PREFIX) : end]
         if end > 0 and b"\\" not in raw:  # an escape (\n, \") is read by the decoder below
             return raw.decode("utf-8", "replace")
     try:

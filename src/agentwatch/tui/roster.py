@@ -15,6 +15,7 @@ from typing import Any
 
 from agentwatch.agents import (
     DONE,
+    ERROR_EVENTS,
     FAILED,
     IDLE,
     INITIAL,
@@ -44,7 +45,6 @@ from agentwatch.tui.model import (
 ROSTER_MAX = 300
 # Seconds a stopped or lost agent stays in the roster's view before it folds (a key shows it).
 FOLD_AFTER_S = 300.0
-_ERROR_EVENTS = frozenset({"PostToolUseFailure", "StopFailure"})
 
 
 @dataclass
@@ -220,7 +220,7 @@ class Roster:
         agent.events += 1
         if event == "PreToolUse":
             agent.tool_calls += 1
-        elif event in _ERROR_EVENTS:
+        elif event in ERROR_EVENTS:
             agent.errors += 1
         agent.take_state(
             event, note_of(event, env.get("data")), _mark(env, at), str(env.get("tool_name") or ""), at
