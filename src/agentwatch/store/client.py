@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentwatch import config
+from agentwatch import config, reach
 from agentwatch.store.queries import QUERY_MAX_ROWS, QUERY_MAX_SECONDS
 
 if TYPE_CHECKING:
@@ -76,8 +76,8 @@ def connect_readonly(url: str, environ: Mapping[str, str] = os.environ) -> Clien
 
 
 def server_problem(url: str, exc: BaseException) -> str:
-    """The one line for a ClickHouse server that cannot be used (config.unreachable)."""
-    return config.unreachable("clickhouse", config.display_url(url), config.reason_chain(exc))
+    """The one line for a ClickHouse server that cannot be used (reach.unreachable)."""
+    return reach.unreachable("clickhouse", config.display_url(url), reach.reason_chain(exc))
 
 
 def is_unreachable(exc: BaseException) -> bool:
@@ -87,4 +87,4 @@ def is_unreachable(exc: BaseException) -> bool:
 
     if isinstance(exc, OperationalError | OSError):
         return True
-    return config.problem_kind(config.reason_chain(exc)) == config.CREDENTIALS
+    return reach.problem_kind(reach.reason_chain(exc)) == reach.CREDENTIALS
