@@ -177,7 +177,12 @@ def test_every_harness_arrives_as_the_stores_trees_and_tokens(
         up.stop()
 
 
-def assert_trees(env: dict[str, str], traces: dict[str, list[Json]], sessions: set[str]) -> None:
+def assert_trees(
+    env: dict[str, str],
+    traces: dict[str, list[Json]],
+    sessions: set[str],
+    harnesses: frozenset[str] | set[str] = frozenset({"claude-code", "codex", "gemini-cli"}),
+) -> None:
     tools: dict[str, set[str]] = defaultdict(set)
     for r in sql_rows(env, "SELECT session_id, tool_use_id FROM tool_calls WHERE status != 'orphan'"):
         tools[r["session_id"]].add(r["tool_use_id"])
@@ -204,7 +209,7 @@ def assert_trees(env: dict[str, str], traces: dict[str, list[Json]], sessions: s
         assert {s["attributes"]["gen_ai.agent.name"] for s in children} >= agents[session], session
         agent_ids = {s["context"]["span_id"] for s in children} | {root["context"]["span_id"]}
         assert all(s["parent_id"] in agent_ids for s in op["execute_tool"] + op["chat"])
-    assert set(nested) == {"claude-code", "codex", "gemini-cli"} and min(nested.values()) > 0, nested
+    assert set(nested) == harnesses and min(nested.values()) > 0, nested
 
 
 def assert_tokens(env: dict[str, str], traces: dict[str, list[Json]]) -> None:
@@ -290,3 +295,27 @@ def stream_envelopes(url: str) -> list[Json]:
         return [json.loads(m.data) for m in msgs]
 
     return asyncio.run(read())
+
+
+def test_backfill_sends_the_stored_history_as_the_same_trees(phoenix: str, tmp_path: Path) -> None:
+    env = exporter_env(tmp_path, phoenix, f"nats://127.0.0.1:{free_port()}")
+    store_env = {k: v for k, v in env.items() if k != "AGENTWATCH_OTLP_EXPORT_URL"}
+    up = Service(["up"], store_env)
+    try:
+        up.wait_ready(60)
+        assert not any("otel export:" in line for line in up.lines)
+        result = run_cli("demo", "--rate", "0", "--count", "500", "--seed", "4242", env=store_env)
+        assert result.returncode == 0, result.stderr
+        wait_stored(store_env)
+        result = run_cli("otel-export", "--since", "30d", "--rate", "5000", env=env, timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert "events," in result.stderr and "spans sent" in result.stdout
+        sessions = {
+            r["s"]
+            for r in sql_rows(env, "SELECT DISTINCT session_id AS s FROM events WHERE session_id != ''")
+        }
+        spans = wait_roots(phoenix, sessions, timeout=30)
+        assert_trees(env, by_conversation(spans), sessions, harnesses={"claude-code"})
+        assert_tokens(env, by_conversation(spans))
+    finally:
+        up.stop()

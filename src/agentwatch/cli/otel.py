@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentwatch import config
@@ -24,20 +25,20 @@ if TYPE_CHECKING:
 PAGE = 5000
 # The columns of an envelope the translation reads, from the events table and from usage.
 _EVENTS = """
-SELECT id, toString(timestamp) AS timestamp, event, kind, agent, team, session_id, agent_id,
+SELECT id, timestamp AS at, event, kind, agent, team, session_id, agent_id,
        agent_type, tool_name, tool_use_id, host, harness, duration_ms, data,
        '' AS model, '' AS message_id, '' AS request_id, 0 AS input_tokens, 0 AS output_tokens,
        0 AS cache_read_input_tokens, 0 AS cache_creation_input_tokens, 0 AS reasoning_tokens,
        '' AS subagent_id
 FROM events FINAL WHERE (timestamp, id) > ({ts:DateTime64(3)}, {id:String})
 UNION ALL
-SELECT envelope_id, toString(timestamp), 'Usage', 'usage', agent, team, session_id, agent_id,
+SELECT envelope_id, timestamp, 'Usage', 'usage', agent, team, session_id, agent_id,
        agent_type, '', '', host, harness, NULL, '', model, message_id, request_id, input_tokens,
        output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, subagent_id
 FROM usage FINAL WHERE (timestamp, envelope_id) > ({ts:DateTime64(3)}, {id:String})
 """
 # (constant text: the page's bounds are query parameters)
-_PAGE_SQL = "SELECT * FROM (" + _EVENTS + ") ORDER BY timestamp, id LIMIT " + str(PAGE)  # noqa: S608
+_PAGE_SQL = "SELECT * FROM (" + _EVENTS + ") ORDER BY at, id LIMIT " + str(PAGE)  # noqa: S608
 
 
 def history_envelopes(history: History, since: str) -> Iterator[dict[str, Any]]:
@@ -47,16 +48,12 @@ def history_envelopes(history: History, since: str) -> Iterator[dict[str, Any]]:
         answer = history.query(_PAGE_SQL, {"ts": after_ts, "id": after_id})
         rows = answer.dicts()
         for row in rows:
-            row["timestamp"] = _iso(row["timestamp"])
+            row["timestamp"] = row.pop("at").isoformat()
             yield row
         if len(rows) < PAGE:
             return
-        after_ts, after_id = str(rows[-1]["timestamp"]).replace("T", " ")[:23], str(rows[-1]["id"])
-
-
-def _iso(text: object) -> str:
-    value = str(text).replace(" ", "T")
-    return value if value.endswith("Z") or "+" in value else value + "+00:00"
+        last = datetime.fromisoformat(rows[-1]["timestamp"])
+        after_ts, after_id = last.strftime("%Y-%m-%d %H:%M:%S.%f")[:23], str(rows[-1]["id"])
 
 
 def backfill(environ: Mapping[str, str], since: str, rate: int) -> int:
@@ -119,9 +116,13 @@ def cmd_otel_export(args: argparse.Namespace) -> int:
         )
     if args.since:
         from agentwatch.cli.cost import parse_since
+        from agentwatch.store.answer import HistoryUnreachable, QueryFailed
 
         when = parse_since(args.since)
-        sent = backfill(environ, when, max(int(args.rate), 1))
+        try:
+            sent = backfill(environ, when, max(int(args.rate), 1))
+        except (HistoryUnreachable, QueryFailed) as exc:
+            raise CliError(f"cannot read the history: {exc}") from None
         print(f"{sent} spans sent for the history since {when} UTC")
         return 0
     from agentwatch.cli.pipeline import require_bus
