@@ -262,7 +262,7 @@ def test_an_exporter_killed_mid_export_leaves_each_span_once(phoenix: str, tmp_p
         result = run_cli("demo", "--rate", "0", "--count", "3000", "--seed", "3939", env=env)
         assert result.returncode == 0, result.stderr
         deadline = time.monotonic() + 60
-        while not any(s["attributes"].get("agentwatch.harness") for s in backend_spans(phoenix)):
+        while not any(s["attributes"].get("gen_ai.conversation.id") for s in backend_spans(phoenix)):
             assert time.monotonic() < deadline
             time.sleep(0.5)
         first.kill()

@@ -56,7 +56,9 @@ log = logging.getLogger("agentwatch.otel")
 DURABLE = "agentwatch-otel-export"
 TICK_S = 5.0
 RETRY_S = 2.0
-FETCH_WINDOW_S = 0.2
+# A fetched batch waits up to this long for more: a span is not late by a second, and fewer, larger
+# batches are fewer pull requests, acknowledgement writes and export requests.
+FETCH_WINDOW_S = 1.0
 # The GenAI conventions' commit this follows (docs/integrations.md).
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
 _STATUS = {"ok": Status(StatusCode.OK), "error": Status(StatusCode.ERROR), "unset": Status(StatusCode.UNSET)}
@@ -66,6 +68,12 @@ _UNITS = {"duration": "s", "tokens": "{token}"}
 def endpoint(environ: Mapping[str, str]) -> str:
     """The OTLP/HTTP base URL (`/v1/traces` and `/v1/metrics` are added), or ""."""
     return environ.get("AGENTWATCH_OTLP_EXPORT_URL", "").strip().rstrip("/")
+
+
+def metrics_every(environ: Mapping[str, str]) -> int:
+    """Seconds between metric exports (AGENTWATCH_OTLP_EXPORT_METRICS_S); 0: none."""
+    text = environ.get("AGENTWATCH_OTLP_EXPORT_METRICS_S", "").strip()
+    return 0 if text == "0" else config.number(environ, "AGENTWATCH_OTLP_EXPORT_METRICS_S", 30)
 
 
 def headers(environ: Mapping[str, str]) -> dict[str, str]:
@@ -108,13 +116,17 @@ class Exporter:
         self.scope = InstrumentationScope("agentwatch", __version__, SCHEMA_URL)
         auth = headers(environ)
         self.spans = OTLPSpanExporter(endpoint=f"{url}/v1/traces", headers=auth, timeout=10)
-        every = config.number(environ, "AGENTWATCH_OTLP_EXPORT_METRICS_S", 30)
-        readers = [  # (0: no metrics, for a backend that takes traces only)
-            PeriodicExportingMetricReader(
-                OTLPMetricExporter(endpoint=f"{url}/v1/metrics", headers=auth, timeout=10),
-                export_interval_millis=float(every * 1000),
-            )
-        ][: 1 if every > 0 else 0]
+        every = metrics_every(environ)
+        readers = (  # (0: no metrics, for a backend that takes traces only)
+            [
+                PeriodicExportingMetricReader(
+                    OTLPMetricExporter(endpoint=f"{url}/v1/metrics", headers=auth, timeout=10),
+                    export_interval_millis=float(every * 1000),
+                )
+            ]
+            if every > 0
+            else []
+        )
         self.meters = MeterProvider(resource=self.resource, metric_readers=readers)
         self._meter = self.meters.get_meter("agentwatch", __version__, schema_url=SCHEMA_URL)
         self._instruments: dict[str, Counter | Histogram] = {}
@@ -159,14 +171,22 @@ class Exporter:
         return False
 
     def record(self) -> None:
-        """The metric points the translation made since last time, into the SDK's instruments."""
+        """The metric points the translation made since last time, into the SDK's instruments
+        (the counters' summed by instrument and attributes first: one call each per batch)."""
         points, self.tracer.points = self.tracer.points, []
+        sums: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Any]] = {}
         for p in points:
             instrument = self._instrument(p)
             if isinstance(instrument, Histogram):
                 instrument.record(p.value, p.attributes)
+                continue
+            key = (p.name, tuple(p.attributes.items()))
+            if key in sums:
+                sums[key][1] += int(p.value)
             else:
-                instrument.add(int(p.value), p.attributes)
+                sums[key] = [instrument, int(p.value), p.attributes]
+        for instrument, value, attributes in sums.values():
+            instrument.add(value, attributes)
 
     def _instrument(self, p: Point) -> Counter | Histogram:
         found = self._instruments.get(p.name)
@@ -180,12 +200,18 @@ class Exporter:
 
     # -- the flow ------------------------------------------------------------------------------
 
-    def translate(self, bodies: Sequence[bytes]) -> list[Span]:
+    def translate(self, msgs: Sequence[tuple[str, bytes]]) -> list[Span]:
+        """The spans a batch of (subject, body) finished. Without content only an envelope's
+        headline is parsed: `data` comes last on the wire (contract.ENVELOPE_FIELDS) and a
+        quote inside a string is escaped, so the first `,"data":` is the top-level one; usage
+        records, whose tokens follow their `data`, are parsed whole."""
         out: list[Span] = []
         take = self.tracer.take
-        for body in bodies:
+        whole = self.tracer.content
+        for subject, body in msgs:
+            cut = -1 if whole or subject.endswith(".usage") else body.find(b',"data":')
             try:
-                env = orjson.loads(body)
+                env = orjson.loads(body[:cut] + b"}" if cut > 0 else body)
             except orjson.JSONDecodeError:
                 continue
             if type(env) is dict:
@@ -206,7 +232,7 @@ class Exporter:
         self.record()
 
     async def take(self, msgs: list[Msg]) -> None:
-        await self.deliver(self.translate([m.data for m in msgs]))
+        await self.deliver(self.translate([(m.subject, m.data) for m in msgs]))
         await ack_all(msgs)
 
     async def lost(self) -> None:

@@ -192,11 +192,8 @@ class Tracer:
         return span_id_of("session", s.session_id)
 
     def _common(self, s: _Session, operation: str) -> Attrs:
-        return {
-            "gen_ai.operation.name": operation,
-            "gen_ai.conversation.id": s.session_id,
-            "agentwatch.harness": s.harness,
-        }
+        """What every span has (the harness: the root's, and the metrics')."""
+        return {"gen_ai.operation.name": operation, "gen_ai.conversation.id": s.session_id}
 
     def _agent(self, s: _Session, agent_id: str, env: Mapping[str, Any], at: int) -> int:
         """The span id of the sub-agent or teammate `agent_id`, opened at its first event."""
@@ -231,7 +228,9 @@ class Tracer:
         out.extend(self._tool_span(s, t, at, None) for t in s.tools.values())
         s.tools.clear()
         attrs = self._common(s, "invoke_agent")
-        attrs.update({"gen_ai.agent.name": s.agent or f"main-{s.session_id[:8]}"})
+        attrs.update(
+            {"gen_ai.agent.name": s.agent or f"main-{s.session_id[:8]}", "agentwatch.harness": s.harness}
+        )
         attrs["gen_ai.provider.name"] = PROVIDERS.get(s.harness, s.harness)
         for key, value in (("agentwatch.team", s.team), ("agentwatch.host", s.host)):
             if value:
