@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rate", type=float, default=2000.0, help="demo events/s (default %(default)g)")
     parser.add_argument("--seconds", type=float, default=30.0, help="the traffic phase (default %(default)g)")
+    parser.add_argument("--no-metrics", action="store_true", help="spans only: what the metrics cost")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="otel-bench-") as tmp:
         workdir = Path(tmp)
@@ -175,11 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             with bus(workdir) as url, sink() as endpoint:
                 env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "GENIE_"))}
                 env.update(AGENTWATCH_NATS_URL=url, AGENTWATCH_DATA_DIR=str(workdir / "store"))
-                otel_env = {
-                    **env,
-                    "AGENTWATCH_OTLP_EXPORT_URL": endpoint,
-                    "AGENTWATCH_OTLP_EXPORT_METRICS_S": "5",
-                }
+                otel_env = {**env, "AGENTWATCH_OTLP_EXPORT_URL": endpoint}
+                if args.no_metrics:
+                    otel_env["AGENTWATCH_OTLP_EXPORT_METRICS_S"] = "0"
                 with (
                     service("store", ["store", "--no-watchdog"], env, workdir) as store_pid,
                     service("otel-export", ["otel-export"], otel_env, workdir) as otel_pid,

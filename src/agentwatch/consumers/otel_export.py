@@ -128,6 +128,7 @@ class Exporter:
             else []
         )
         self.meters = MeterProvider(resource=self.resource, metric_readers=readers)
+        self.metrics_on = bool(readers)
         self._meter = self.meters.get_meter("agentwatch", __version__, schema_url=SCHEMA_URL)
         self._instruments: dict[str, Counter | Histogram] = {}
         self.sent = 0
@@ -174,6 +175,8 @@ class Exporter:
         """The metric points the translation made since last time, into the SDK's instruments
         (the counters' summed by instrument and attributes first: one call each per batch)."""
         points, self.tracer.points = self.tracer.points, []
+        if not self.metrics_on:
+            return
         sums: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Any]] = {}
         for p in points:
             instrument = self._instrument(p)
