@@ -75,6 +75,7 @@ def sink() -> Iterator[str]:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
+        server.server_close()
 
 
 @contextlib.contextmanager

@@ -18,13 +18,15 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import defaultdict
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import nats
 import pytest
@@ -319,3 +321,59 @@ def test_backfill_sends_the_stored_history_as_the_same_trees(phoenix: str, tmp_p
         assert_tokens(env, by_conversation(spans))
     finally:
         up.stop()
+
+
+class Refusing(BaseHTTPRequestHandler):
+    """An OTLP/HTTP backend away for its first requests (503), then taking spans."""
+
+    refuse = 3
+    span_ids: ClassVar[list[bytes]] = []
+
+    def do_POST(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if Refusing.refuse > 0:
+            Refusing.refuse -= 1
+            self.send_response(503)
+        else:
+            request = ExportTraceServiceRequest.FromString(body)
+            for rs in request.resource_spans:
+                for ss in rs.scope_spans:
+                    Refusing.span_ids.extend(s.span_id for s in ss.spans)
+            self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+def test_a_backend_away_gets_every_span_once_when_it_is_back(tmp_path: Path) -> None:
+    backend = ThreadingHTTPServer(("127.0.0.1", free_port()), Refusing)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    server = NatsServer(tmp_path / "nats").start()
+    url = f"http://127.0.0.1:{backend.server_address[1]}"
+    exporter = Service(
+        ["otel-export"], exporter_env(tmp_path, url, server.url, AGENTWATCH_ACK_WAIT_SECONDS="3")
+    )
+    try:
+        exporter.wait_ready(60)
+        result = run_cli("demo", "--rate", "0", "--count", "300", "--seed", "7", env=exporter.env)
+        assert result.returncode == 0, result.stderr
+        deadline = time.monotonic() + 90
+        while not Refusing.span_ids or Refusing.refuse > 0:
+            assert time.monotonic() < deadline, "nothing exported"
+            time.sleep(0.5)
+        time.sleep(8)  # past two ack waits: a batch not kept in progress would come again
+        ids = list(Refusing.span_ids)
+        assert ids and len(ids) == len(set(ids)), "a span sent twice"
+        envelopes = stream_envelopes(server.url)
+        tracer = Tracer(lost_after_s=8)
+        finished = {s.span_id.to_bytes(8, "big") for e in envelopes for s in tracer.take(e)}
+        assert finished <= set(ids)
+    finally:
+        exporter.stop()
+        server.stop()
+        backend.shutdown()
+        backend.server_close()

@@ -46,7 +46,7 @@ from opentelemetry.util.re import parse_env_headers
 from agentwatch import __version__, config
 from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
-from agentwatch.bus.fastpull import ack_all
+from agentwatch.bus.fastpull import ack_all, in_progress_all
 from agentwatch.consumers.otel_spans import Point, Span, Tracer
 from agentwatch.consumers.store import _batch_as_is, _raw_batch
 from agentwatch.contract import ALL_SUBJECTS
@@ -132,6 +132,7 @@ class Exporter:
         self._meter = self.meters.get_meter("agentwatch", __version__, schema_url=SCHEMA_URL)
         self._instruments: dict[str, Counter | Histogram] = {}
         self.sent = 0
+        self.taken = 0  # the highest stream sequence translated by this process
         self.closed = False
         self.events = 0
         self.failures = 0
@@ -222,8 +223,9 @@ class Exporter:
                 out.extend(take(env))
         return out
 
-    async def deliver(self, spans: list[Span]) -> None:
-        """Send `spans`, retrying until the backend takes them (the bus keeps the rest meanwhile);
+    async def deliver(self, spans: list[Span], msgs: list[Msg] | None = None) -> None:
+        """Send `spans`, retrying until the backend takes them (the bus keeps the rest meanwhile,
+        and is told the batch `msgs` is still being worked on, so it is not delivered again);
         raises once stopping, so the batch is not acknowledged and comes again at the next start."""
         while not await asyncio.to_thread(self.send, spans):
             if self.closed:
@@ -231,11 +233,23 @@ class Exporter:
             log.warning(
                 "otel-export: the backend at %s did not take %d spans; retrying", self.url, len(spans)
             )
+            if msgs:
+                await in_progress_all(msgs)
             await asyncio.sleep(RETRY_S)
         self.record()
 
     async def take(self, msgs: list[Msg]) -> None:
-        await self.deliver(self.translate([(m.subject, m.data) for m in msgs]))
+        """A fetched batch: translated, its spans sent, then acknowledged. A message this process
+        translated already (delivered again while the backend kept its export waiting past the
+        ack wait) is acknowledged without being translated twice: deliveries come in stream order,
+        so it is one at or below the highest sequence taken."""
+        fresh: list[tuple[str, bytes]] = []
+        for m in msgs:
+            seq = _sequence(m)
+            if seq > self.taken:
+                fresh.append((m.subject, m.data))
+                self.taken = seq
+        await self.deliver(self.translate(fresh), msgs)
         await ack_all(msgs)
 
     async def lost(self) -> None:
@@ -264,6 +278,14 @@ class Exporter:
         with contextlib.suppress(Exception):
             self.meters.shutdown(timeout_millis=5000)
         self.spans.shutdown()  # type: ignore[no-untyped-call]
+
+
+def _sequence(msg: Msg) -> int:
+    """The stream sequence of a JetStream delivery (from its reply subject; 0 for another message)."""
+    try:
+        return int(msg.metadata.sequence.stream)
+    except Exception:
+        return 0
 
 
 def otel_router(

@@ -36,6 +36,8 @@ PROVIDERS = {"claude-code": "anthropic", "codex": "openai", "gemini-cli": "gcp.g
 TOOL_ENDS = {"PostToolUse": "", "PostToolUseFailure": "tool_error", "PermissionDenied": "permission_denied"}
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
            "reasoning_tokens")  # fmt: skip
+ENDED_KEPT = 10_000
+MESSAGE_KIND = "message"
 # Attribute values are cut to this many characters (content, when it is exported at all).
 CONTENT_MAX = 8192
 
@@ -97,7 +99,9 @@ class _Session:
     agent: str = ""
     team: str = ""
     host: str = ""
+    root_id: int = 0  # its invoke_agent span
     agents: dict[str, _Open] = field(default_factory=dict)  # agent_id -> its invoke_agent span
+    ended: dict[str, int] = field(default_factory=dict)  # agent_id -> the span of its last run
     tools: dict[str, _Open] = field(default_factory=dict)  # tool call id -> its execute_tool span
     usage: dict[str, int] = field(default_factory=dict)  # usage key -> tokens sent
 
@@ -124,6 +128,9 @@ class Tracer:
         self.clock = clock  # when a session was last heard of: lost is judged on it
         self.content = content
         self.sessions: dict[str, _Session] = {}
+        # Sessions ended here (session id -> harness, root span id), newest last: their usage,
+        # read from the transcripts at SessionEnd and so sent after it, goes under their root.
+        self.ended: dict[str, tuple[str, int]] = {}
         self.points: list[Point] = []  # metric observations not yet handed over
 
     # -- intake --------------------------------------------------------------------------------
@@ -132,13 +139,19 @@ class Tracer:
         """The spans `env` finished (none for most events)."""
         session_id = env.get("session_id")
         at = epoch_ns(env.get("timestamp"))
-        if not isinstance(session_id, str) or not session_id or not at:
-            return []
+        kind = env.get("kind")
+        if not isinstance(session_id, str) or not session_id or not at or kind == MESSAGE_KIND:
+            return []  # (a message envelope repeats its SendMessage's PostToolUse)
+        if kind == "usage" and session_id not in self.sessions and session_id in self.ended:
+            harness, root = self.ended[session_id]
+            return self._chat(_Session(session_id, at, at, harness, root_id=root), env, at)
         s = self._session(session_id, env, at)
         event = env.get("event")
-        if env.get("kind") == "usage":
+        if kind == "usage":
             return self._chat(s, env, at)
         agent_id = env.get("agent_id")
+        if event == "SubagentStop" and agent_id not in s.agents:
+            return []  # a stop again: nothing open to end
         parent = self._agent(s, agent_id, env, at) if isinstance(agent_id, str) and agent_id else 0
         if event == "PreToolUse":
             self._tool_start(s, env, at, parent or self.session_span(s))
@@ -178,6 +191,9 @@ class Tracer:
         s = self.sessions.get(session_id)
         if s is None:
             s = _Session(session_id, at, at, str(env.get("harness") or "claude-code"))
+            # a session resumed after it ended here is a root of its own, from its first event
+            again = (str(env.get("id", "")),) if session_id in self.ended else ()
+            s.root_id = span_id_of("session", session_id, *again)
             self.sessions[session_id] = s
         s.start_ns = min(s.start_ns, at)
         s.last_ns = max(s.last_ns, at)
@@ -189,22 +205,29 @@ class Tracer:
         return s
 
     def session_span(self, s: _Session) -> int:
-        return span_id_of("session", s.session_id)
+        return s.root_id or span_id_of("session", s.session_id)
 
     def _common(self, s: _Session, operation: str) -> Attrs:
         """What every span has (the harness: the root's, and the metrics')."""
         return {"gen_ai.operation.name": operation, "gen_ai.conversation.id": s.session_id}
 
     def _agent(self, s: _Session, agent_id: str, env: Mapping[str, Any], at: int) -> int:
-        """The span id of the sub-agent or teammate `agent_id`, opened at its first event."""
+        """The span id of the sub-agent or teammate `agent_id`, opened at its first event. Its
+        usage after it stopped (read from its transcript at SubagentStop) goes under the run that
+        stopped; its next hook event opens another run (a teammate's next task), whose id is
+        derived from that event's."""
         a = s.agents.get(agent_id)
+        if a is None and env.get("kind") == "usage" and agent_id in s.ended:
+            return s.ended[agent_id]
         if a is None:
+            again = (str(env.get("id", "")),) if agent_id in s.ended else ()
             name = str(env.get("agent") or agent_id)
             attrs = self._common(s, "invoke_agent")
             attrs.update({"gen_ai.agent.name": name, "agentwatch.agent.id": agent_id})
             if env.get("agent_type"):
                 attrs["agentwatch.agent.type"] = str(env["agent_type"])
-            a = _Open(span_id_of("agent", s.session_id, agent_id), self.session_span(s), name, at, attrs)
+            span_id = span_id_of("agent", s.session_id, agent_id, *again)
+            a = _Open(span_id, self.session_span(s), name, at, attrs)
             s.agents[agent_id] = a
         a.start_ns = min(a.start_ns, at)
         return a.span_id
@@ -213,6 +236,7 @@ class Tracer:
         a = s.agents.pop(agent_id, None)
         if a is None:
             return []
+        s.ended[agent_id] = a.span_id
         inside = [call_id for call_id, t in s.tools.items() if t.parent_id == a.span_id]
         out = [self._tool_span(s, s.tools.pop(call_id), at, None) for call_id in inside]
         if lost:
@@ -242,6 +266,9 @@ class Tracer:
         span.root = True
         self.points.append(Point("gen_ai.invoke_agent.duration", _seconds(span), self._metric_attrs(s)))
         del self.sessions[s.session_id]
+        self.ended[s.session_id] = (s.harness, root.span_id)
+        while len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
         return [*out, span]
 
     def _finish(self, s: _Session, o: _Open, at: int, status: str) -> Span:
