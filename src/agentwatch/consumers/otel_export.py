@@ -244,11 +244,15 @@ class Exporter:
         ack wait) is acknowledged without being translated twice: deliveries come in stream order,
         so it is one at or below the highest sequence taken."""
         fresh: list[tuple[str, bytes]] = []
-        for m in msgs:
-            seq = _sequence(m)
-            if seq > self.taken:
-                fresh.append((m.subject, m.data))
-                self.taken = seq
+        if msgs and _sequence(msgs[0]) > self.taken:  # the usual batch: all new (one look each end)
+            fresh = [(m.subject, m.data) for m in msgs]
+            self.taken = max(self.taken, _sequence(msgs[-1]))
+        else:
+            for m in msgs:
+                seq = _sequence(m)
+                if seq > self.taken:
+                    fresh.append((m.subject, m.data))
+                    self.taken = seq
         await self.deliver(self.translate(fresh), msgs)
         await ack_all(msgs)
 
