@@ -23,6 +23,8 @@ from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import FETCH_WINDOW_S, Watchdog, alerts_router, rules_path
 from agentwatch.consumers.metrics import Metrics
+from agentwatch.consumers.otel_export import attach as attach_otel
+from agentwatch.consumers.otel_export import banner_line as otel_line
 from agentwatch.consumers.otlp import OtlpReceiver
 from agentwatch.consumers.query import Readers, query_router
 from agentwatch.consumers.store import (
@@ -101,7 +103,7 @@ def build(
     durable = bus.STORE_DURABLE if store else bus.ALERTS_DURABLE
     watchdog = Watchdog(clickhouse.connect(clickhouse_url), environ, durable=durable) if alerts else None
     _subscribe(broker, writer if store else None, watchdog, readers)
-    app = FastStream(broker, logger=log)
+    app = attach_otel(FastStream(broker, logger=log), broker, environ, on=store)  # when its URL is set
     reporter: list[asyncio.Task[None]] = []
 
     @app.after_startup
@@ -354,6 +356,7 @@ def run(
         if alerts
         else "alerts:      no watchdog here (--no-watchdog); `agentwatch alerts run` watches the bus",
         *served,
+        *otel_line(environ),
     ]
 
     @collector.app.after_startup
