@@ -47,8 +47,8 @@ from agentwatch import __version__, config
 from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all, in_progress_all
+from agentwatch.consumers.batch import batch_as_is, raw_batch
 from agentwatch.consumers.otel_spans import Point, Span, Tracer
-from agentwatch.consumers.store import _batch_as_is, _raw_batch
 from agentwatch.contract import ALL_SUBJECTS
 
 log = logging.getLogger("agentwatch.otel")
@@ -306,8 +306,8 @@ def otel_router(
         config=consumer_config(),
         pull_sub=PullSub(batch_size=fetch_batch, timeout=fetch_timeout, batch=True),
         ack_policy=AckPolicy.MANUAL,
-        parser=_batch_as_is,
-        decoder=_raw_batch,
+        parser=batch_as_is,
+        decoder=raw_batch,
         title="otel-export",
         description="Every envelope as OpenTelemetry GenAI spans and metrics, to an OTLP endpoint.",
     )
