@@ -137,6 +137,8 @@ ROLLUP_TABLES = (
     "cost_by_harness",
     "loose_calls",
     "session_totals",
+    "cost_by_owner",
+    "activity_by_owner",
 )
 # Created by one migration, dropped by a later one (010 drops call_events; 012 the name-keyed ones).
 DROPPED = ("call_events", "agent_rollup", "cost_by_agent")

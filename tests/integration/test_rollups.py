@@ -117,6 +117,9 @@ RAW_EDGES = (
 ROLLUP_EDGES = "SELECT * FROM team_edges ORDER BY from_agent, to_agent, team"
 
 
+OWNER = ("person", "repo", "branch")  # 021_attribution
+
+
 def raw_view(name: str) -> str:
     """The CREATE VIEW of `name` from 004_views.sql, renamed raw_<name>."""
     text = SCHEMA_DIR.joinpath("004_views.sql").read_text(encoding="utf-8")
@@ -425,8 +428,10 @@ def test_cost_backfill_equals_the_rollup_filled_live(chdb_database: Client) -> N
     store_before_rollups(chdb_database)
     found = usage_batch()
     # The store before 009 inserted into usage directly: copies and larger copies alike, of the
-    # columns it had (013_harness added harness and reasoning_tokens).
-    old = [i for i, (name, _) in enumerate(USAGE_COLUMNS) if name not in ("harness", "reasoning_tokens")]
+    # columns it had (013_harness added harness and reasoning_tokens, 021 the session's owner).
+    old = [
+        i for i, (name, _) in enumerate(USAGE_COLUMNS) if name not in ("harness", "reasoning_tokens", *OWNER)
+    ]
     columns = [USAGE_COLUMNS[i][0] for i in old]
     for batch in (found.usage, found.usage[::2], bigger(found.usage[::3], 5)):
         chdb_database.insert("usage", [[row[i] for i in old] for row in batch], column_names=columns)

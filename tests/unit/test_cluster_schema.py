@@ -127,6 +127,8 @@ LATER_VIEWS = (
 )  # fmt: skip
 OTEL_TABLES = ("otel_logs", "otel_metrics", "otel_spans")
 OTEL_VIEWS = ("hook_runs", "api_requests", "otel_metric_totals")
+OWNER = ("person", "repo", "branch")
+LOW = "LowCardinality(String)"
 ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
 
@@ -322,6 +324,32 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_totals_states_mv {ON_CLUSTER} "
         "TO session_totals_local AS",
         f"CREATE OR REPLACE VIEW session_costs {ON_CLUSTER} AS",
+        # 021: person, repo and branch on events, events_in, usage and usage_in; the two views
+        # that fill events and usage pass them on; the two rollups by person, repo and branch.
+        *(
+            f"ALTER TABLE {t} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {c} LowCardinality(String) DEFAULT '';"
+            for c in ("person", "repo", "branch")
+            for t in ("events_local", "events")
+        ),
+        *(
+            f"ALTER TABLE events_in {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {c} String DEFAULT '';"
+            for c in OWNER
+        ),
+        *(
+            f"ALTER TABLE {t} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {c} LowCardinality(String) DEFAULT '';"
+            for c in OWNER
+            for t in ("usage_local", "usage")
+        ),
+        *(f"ALTER TABLE usage_in {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {c} {LOW} DEFAULT '';" for c in OWNER),
+        f"ALTER TABLE events_in_mv {ON_CLUSTER} MODIFY QUERY",
+        f"ALTER TABLE usage_in_mv {ON_CLUSTER} MODIFY QUERY",
+        f"CREATE TABLE IF NOT EXISTS cost_by_owner_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS cost_by_owner {ON_CLUSTER} AS cost_by_owner_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS cost_by_owner_mv {ON_CLUSTER} TO cost_by_owner AS",
+        f"CREATE TABLE IF NOT EXISTS activity_by_owner_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS activity_by_owner {ON_CLUSTER} AS activity_by_owner_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS activity_by_owner_mv {ON_CLUSTER} "
+        "TO activity_by_owner_local AS",
     ]
 
 
@@ -364,6 +392,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 8  # 018_time_windows: three columns, a view's query, the copy of usage created and dropped
         + 4  # and call_rollup's column (on two tables), its index, tool_calls
         + 5  # 019_session_totals: session_totals (local and Distributed), its two views, session_costs
+        + 26  # 021_attribution: 18 columns, two views' queries, two rollups (two tables and a view each)
     )
     assert all(ON_CLUSTER in s for s in statements)
 

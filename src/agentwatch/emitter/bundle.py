@@ -56,6 +56,7 @@ MODULES = (
     "agentwatch.emitter.hook",
     "agentwatch.emitter.wire",
     "agentwatch.emitter.sequence",
+    "agentwatch.emitter.attribution",
 )
 EXTENSIONS = ("_json", "_socket")
 # The layout of the file: marshal of (FORMAT, this module's code, sys.version, [directory put on
