@@ -59,6 +59,8 @@
 --   cost_by_owner             Distributed over cost_by_owner_local, sharded by cityHash64(repo)
 --   activity_by_owner_local   ReplicatedAggregatingMergeTree, one copy per replica of a shard
 --   activity_by_owner         Distributed over activity_by_owner_local, sharded by cityHash64(repo)
+--   session_owner_local       ReplicatedAggregatingMergeTree, one copy per replica of a shard
+--   session_owner             Distributed over session_owner_local, sharded by cityHash64(session_id)
 --   events_in                 Null, on every node (keeps nothing)
 --   message_envelopes         Null, on every node (keeps nothing)
 --   usage_in                  Null, on every node (keeps nothing)
@@ -99,6 +101,8 @@
 --   session_totals_states_mv  materialized view to session_totals_local, per shard
 --   cost_by_owner_mv          materialized view to cost_by_owner
 --   activity_by_owner_mv      materialized view to activity_by_owner_local, per shard
+--   session_owner_mv          materialized view to session_owner_local, per shard
+--   session_owner_usage_mv    materialized view to session_owner
 --
 -- Sharding (SHARDING_KEYS in cluster.py): events and messages by cityHash64(id). A redelivered
 -- event has the same id, so both copies land on the same shard and the ReplacingMergeTree
@@ -3354,3 +3358,99 @@ SELECT
     uniqExactState(agent) AS agents
 FROM events_local
 GROUP BY hour, person, repo, branch;
+
+-- The sessions' owner: `sessions` and `session_costs` gain person, repo and branch, each the
+-- session's latest (by time; a session keeps one unless its branch was switched), from
+-- session_owner: one row per session once merged, fed by its events and by its usage (a session
+-- imported from its transcripts has no events).
+CREATE TABLE IF NOT EXISTS session_owner_local ON CLUSTER '{cluster}'
+(
+    session_id String,
+    owner SimpleAggregateFunction(max, Tuple(DateTime64(3, 'UTC'), String, String, String))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/session_owner', '{replica}')
+ORDER BY session_id;
+
+-- session_owner: Distributed over session_owner_local, under the single-node name.
+-- By cityHash64(session_id): the rows a AggregatingMergeTree collapses meet on one shard.
+CREATE TABLE IF NOT EXISTS session_owner ON CLUSTER '{cluster}' AS session_owner_local
+ENGINE = Distributed('{cluster}', 'agentwatch', 'session_owner_local', cityHash64(session_id));
+
+-- session_owner_mv: each shard rolls up its own rows into session_owner_local.
+CREATE MATERIALIZED VIEW IF NOT EXISTS session_owner_mv ON CLUSTER '{cluster}' TO session_owner_local AS
+SELECT session_id, max((timestamp, toString(person), toString(repo), toString(branch))) AS owner
+FROM events_local
+WHERE session_id != ''
+GROUP BY session_id;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS session_owner_usage_mv ON CLUSTER '{cluster}' TO session_owner AS
+SELECT session_id, max((timestamp, toString(person), toString(repo), toString(branch))) AS owner
+FROM usage_in
+WHERE sign > 0 AND session_id != ''
+GROUP BY session_id;
+
+-- The views: 019's session_costs and 009's sessions, each with the three columns at its end.
+CREATE OR REPLACE VIEW session_costs ON CLUSTER '{cluster}' AS
+SELECT
+    t.session_id AS session_id,
+    multiIf(main_calls > 0, main.3, calls > 0, parent, claude.5) AS agent,
+    multiIf(main_calls > 0, main.4, calls > 0, usage_team, claude.6) AS team,
+    toUInt64(greatest(calls, 0)) AS api_calls,
+    toUInt64(if(calls > 0, input, 0)) AS input_tokens,
+    toUInt64(if(calls > 0, output, 0)) AS output_tokens,
+    toUInt64(if(calls > 0, cache_read, 0)) AS cache_read_tokens,
+    toUInt64(if(calls > 0, cache_5m, 0)) AS cache_write_5m_tokens,
+    toUInt64(if(calls > 0, cache_1h, 0)) AS cache_write_1h_tokens,
+    if(calls > 0 AND unpriced = calls, NULL, if(calls > 0, priced, 0)) AS cost_usd,
+    toUInt64(if(calls > 0, unpriced, 0)) AS unpriced_calls,
+    if(claude.1 = 1, claude.3, NULL) AS claude_cost_usd,
+    if(calls > 0, arraySort(model_set), []) AS models,
+    if(calls > 0, assumeNotNull(first_usage), claude.4) AS first_at,
+    if(calls > 0, assumeNotNull(last_usage), claude.4) AS last_at,
+    o.owner.2 AS person,
+    o.owner.3 AS repo,
+    o.owner.4 AS branch
+FROM session_totals AS t FINAL
+LEFT JOIN (SELECT session_id, max(owner) AS owner FROM session_owner GROUP BY session_id) AS o
+    ON o.session_id = t.session_id
+WHERE calls > 0 OR claude.1 = 1;
+
+CREATE OR REPLACE VIEW sessions ON CLUSTER '{cluster}' AS
+SELECT
+    r.session_id AS session_id, agent, team, host, cwd, started, ended, end_reason, last_seen, events,
+    tool_calls, errors, prompts, subagents, outcome, o.owner.2 AS person, o.owner.3 AS repo,
+    o.owner.4 AS branch
+FROM
+(
+    SELECT
+        session_id,
+        sum(main_events) AS main_n,
+        if(main_n > 0, argMinMerge(main_agent), argMinMerge(parent_agent)) AS agent,
+        if(main_n > 0, argMinMerge(main_team), argMinMerge(first_team)) AS team,
+        argMinMerge(host) AS host,
+        argMinMerge(cwd) AS cwd,
+        coalesce(min(first_start), min(first_seen)) AS started,
+        max(last_end) AS last_end_at,
+        max(last_start) AS last_start_at,
+        if(
+            last_end_at IS NOT NULL AND (last_start_at IS NULL OR last_end_at >= last_start_at), last_end_at, NULL
+        ) AS ended,
+        if(ended IS NULL, '', argMaxMerge(end_reason)) AS end_reason,
+        max(last_seen) AS last_seen,
+        sum(events) AS events,
+        sum(tool_calls) AS tool_calls,
+        sum(errors) AS errors,
+        sum(prompts) AS prompts,
+        uniqExactMerge(subagents) AS subagents,
+        argMaxMerge(last_turn) AS last_turn_event,
+        multiIf(
+            last_turn_event = 'StopFailure', 'failed',
+            ended IS NOT NULL, 'ended',
+            last_turn_event = 'Stop', 'idle',
+            'running'
+        ) AS outcome
+    FROM session_rollup
+    GROUP BY session_id
+) AS r
+LEFT JOIN (SELECT session_id, max(owner) AS owner FROM session_owner GROUP BY session_id) AS o
+    ON o.session_id = r.session_id;

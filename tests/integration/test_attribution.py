@@ -142,6 +142,8 @@ def test_every_event_of_a_session_names_its_person_repository_and_branch(
     assert stored.count(b"\n") == len(bodies) and LEAK.encode() not in stored
     rows = chdb_database.query("SELECT DISTINCT person, repo, branch FROM events").result_rows
     assert rows == [(EMAIL, "git.example.com/team/app", "main")]
+    view = chdb_database.query("SELECT session_id, person, repo, branch FROM sessions").result_rows
+    assert view == [(s.id, EMAIL, "git.example.com/team/app", "main")]
 
 
 def test_a_branch_switched_mid_session_shows_on_the_events_after_it(

@@ -304,6 +304,10 @@ def test_cost_by_person_repository_and_branch_equals_sql_over_usage(
     assert len(per_session) >= 8, "the sessions with API messages"
     for row in per_session:
         assert row["repos"] == [want_repo[placed[row["session_id"]]]], row
+    costs = sql_rows(pipeline, f"SELECT session_id, repo FROM session_costs {where} AND api_calls > 0")  # noqa: S608
+    assert {r["session_id"]: r["repo"] for r in costs} == {
+        r["session_id"]: r["repos"][0] for r in per_session
+    }
     assert b"t0ken-x1" not in run_cli("sql", f"SELECT * FROM usage {where}", env=pipeline).stdout.encode()  # noqa: S608
     for by in ("person", "repo", "branch"):
         sql = sql_rows(

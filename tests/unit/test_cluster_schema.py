@@ -350,6 +350,14 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE TABLE IF NOT EXISTS activity_by_owner {ON_CLUSTER} AS activity_by_owner_local",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS activity_by_owner_mv {ON_CLUSTER} "
         "TO activity_by_owner_local AS",
+        # and the sessions' owner: session_owner, from events (per shard) and usage_in (through
+        # the Distributed table), shown by session_costs and sessions.
+        f"CREATE TABLE IF NOT EXISTS session_owner_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS session_owner {ON_CLUSTER} AS session_owner_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_owner_mv {ON_CLUSTER} TO session_owner_local AS",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_owner_usage_mv {ON_CLUSTER} TO session_owner AS",
+        f"CREATE OR REPLACE VIEW session_costs {ON_CLUSTER} AS",
+        f"CREATE OR REPLACE VIEW sessions {ON_CLUSTER} AS",
     ]
 
 
@@ -393,6 +401,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 4  # and call_rollup's column (on two tables), its index, tool_calls
         + 5  # 019_session_totals: session_totals (local and Distributed), its two views, session_costs
         + 26  # 021_attribution: 18 columns, two views' queries, two rollups (two tables and a view each)
+        + 6  # and the sessions' owner: session_owner (two tables, two views), sessions, session_costs
     )
     assert all(ON_CLUSTER in s for s in statements)
 
