@@ -101,6 +101,8 @@ SETTINGS: tuple[Setting, ...] = (
             "tries per delivery when a sink answers 5xx or 429 or cannot be reached"),
     Setting("AGENTWATCH_METRICS_ADDR", "127.0.0.1:9464", "collector",
             "where /metrics (Prometheus) listens: host:port, or off"),
+    Setting("AGENTWATCH_METRICS_TOP_REPOS", "20", "collector",
+            "/metrics counts per repository for this many, the most active by events; the rest as other"),
     Setting("AGENTWATCH_OTLP_ADDR", "127.0.0.1:4318", "collector",
             "where the OTLP/HTTP receiver for Claude Code's telemetry listens: host:port, or off"),
     Setting("AGENTWATCH_OTLP_TOKEN", "unset", "collector",
