@@ -9,7 +9,9 @@ a free loopback port with `agentwatch up`'s logins, the hook logging in with the
 the GENIE stream: the hook's child waits for the stream's acks, and nothing may be spooled); JetStream on
 with no stream for genie.> and a core subscriber on genie.> (the hook must not wait for acks no
 stream will send; the subscriber must receive every event once); and the bus down (connection
-refused: the event goes to the spool).
+refused: the event goes to the spool). With the bus up and down, the same event again with its cwd in a
+git repository made for the run: each run a new session's first event (the hook reads git's files),
+and each run a later event of one session (the hook reads its kept answer).
 
     python benchmarks/emit_bench.py [--runs 60] [--before VENV] [--harnesses-only | --breakdown]
 
@@ -242,6 +244,36 @@ def measure(runs: int, env: dict[str, str], payload: bytes) -> Result:
         timings.warm(payload, env)
     for _ in range(runs):
         timings.once(payload, env)
+    return timings.result()
+
+
+def git_repository(tmp: str) -> str:
+    """A repository made by git (a remote with a credential, a branch, an email), for the hook's
+    first event of a session to read: its config, HEAD and the global config."""
+    repo = f"{tmp}/repo"
+    for args in (
+        ["init", "-q", "-b", "main", repo],
+        ["-C", repo, "config", "user.email", "dev@example.com"],
+        ["-C", repo, "remote", "add", "origin", "https://dev:tok@git.example.com/team/app.git"],
+    ):
+        subprocess.run(["git", *args], check=True)  # fmt: skip
+    Path(repo, "src").mkdir()
+    return f"{repo}/src"
+
+
+def measure_in_repository(runs: int, env: dict[str, str], payload: bytes, cwd: str, first: bool) -> Result:
+    """The payload with its cwd in a git repository: each run a session's first event (a new
+    session: git's files read), or each a later event of one session (its kept answer)."""
+    base = {**json.loads(payload), "cwd": cwd}
+
+    def event(i: int) -> bytes:
+        return json.dumps({**base, "session_id": f"first-{i}"} if first else base).encode()
+
+    timings = Timings()
+    for i in range(3):
+        timings.warm(event(-1 - i), env)
+    for i in range(runs):
+        timings.once(event(i), env)
     return timings.result()
 
 
@@ -496,6 +528,9 @@ def main() -> None:
                 os.environ, AGENTWATCH_DATA_DIR=f"{tmp}/up", AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{port}"
             )
             up = measure(args.runs, env, payload)
+            repo = git_repository(tmp)
+            up_first = measure_in_repository(args.runs, env, payload, repo, first=True)
+            up_later = measure_in_repository(args.runs, env, payload, repo, first=False)
             if spooled(f"{tmp}/up"):
                 sys.exit("the hook spooled with the bus up: it did not get the stream's acknowledgements")
             env["AGENTWATCH_DATA_DIR"] = f"{tmp}/stop"
@@ -524,13 +559,19 @@ def main() -> None:
             os.environ, AGENTWATCH_DATA_DIR=f"{tmp}/down", AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{down_port}"
         )
         down = measure(args.runs, env, payload)
+        down_first = measure_in_repository(args.runs, env, payload, repo, first=True)
+        down_later = measure_in_repository(args.runs, env, payload, repo, first=False)
         others = harness_scenarios(args.runs, server, tmp)
     report(
         args.runs,
         [
             ("bus up (stream acks)", up),
             ("JetStream, no stream, core subscriber", nostream),
+            ("bus up, git repo, session's first event", up_first),
+            ("bus up, git repo, later events", up_later),
             ("bus down (refused)", down),
+            ("bus down, git repo, first event", down_first),
+            ("bus down, git repo, later events", down_later),
             ("Stop, 20 MB transcript, bus up", stop_up),
             *others,
         ],
@@ -564,10 +605,10 @@ def report(runs: int, rows: list[tuple[str, Result]]) -> None:
         f"by /bin/sh, {runs} interleaved runs each" + (f"; before: {BEFORE}'s" if BEFORE else "")
     )
     extra = f"{'before median':>15}{'before ratio':>14}" if BEFORE else ""
-    print(f"{'scenario':<40}{'emit median':>14}{'bare median':>14}{'median ratio':>14}{extra}")
+    print(f"{'scenario':<42}{'emit median':>14}{'bare median':>14}{'median ratio':>14}{extra}")
     for name, (e, b, r, be, br) in rows:
         more = f"{be * 1000:>12.1f} ms{br:>13.2f}x" if be is not None and br is not None else ""
-        print(f"{name:<40}{e * 1000:>11.1f} ms{b * 1000:>11.1f} ms{r:>13.2f}x{more}")
+        print(f"{name:<42}{e * 1000:>11.1f} ms{b * 1000:>11.1f} ms{r:>13.2f}x{more}")
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ ENVELOPE_FIELDS: tuple[str, ...] = (
     "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text",
     "source", "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id",
     "host", "cwd", "redacted", "truncated", "seq", "spool_bytes", "prompt_id", "duration_ms",
-    "permission_mode", "model", "harness", "harness_event", "data",
+    "permission_mode", "model", "harness", "harness_event", "person", "repo", "branch", "data",
 )  # fmt: skip
 _REQUIRED = ("v", "id", "timestamp", "event", "kind", "agent")
 
@@ -294,8 +294,7 @@ def build_envelope(
         "cwd": _str(payload.get("cwd")),
         "redacted": redacted,
         "truncated": False,
-        # Set by the hook: this session's event number on this host (0: none), and the bytes
-        # its spool held when it sent this (the coverage view reports both).
+        # Set by the hook: seq (0: none), its spool's bytes, person/repo/branch (emitter/attribution.py).
         "seq": 0,
         "spool_bytes": 0,
         # Payload fields worth a typed column, lifted out of `data` (which keeps them too).
@@ -305,6 +304,9 @@ def build_envelope(
         "model": model_of(payload),
         "harness": harness,
         "harness_event": own,
+        "person": "",
+        "repo": "",
+        "branch": "",
         "data": payload,
     }
     return subject, env

@@ -162,3 +162,57 @@ def test_export_says_what_to_give(pipeline: dict[str, str]) -> None:
     assert done.returncode == 2 and "--session ID" in done.stderr
     done = run_cli("export", "--session", "no-such-session", env=pipeline)
     assert done.returncode == 2 and "no events in session" in done.stderr
+
+
+def test_search_and_export_narrowed_to_a_person_or_repository(
+    pipeline: dict[str, str], tmp_path: Path
+) -> None:
+    """Three events of two repositories (as the hook attributes them): --repo and --person keep
+    each one's own, in search and in export (whose envelopes carry the three fields)."""
+    import nats
+
+    from agentwatch.contract import build_envelope, encode_envelope
+
+    owners = [("ann@example.com", "github.com/t/zoo"), ("bo@example.com", "github.com/t/zoo"),
+              ("ann@example.com", "github.com/t/farm")]  # fmt: skip
+    messages = []
+    for n, (person, repo) in enumerate(owners):
+        payload = {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": f"owner-{n}",
+            "prompt": "feed the zebrawords",
+        }
+        subject, env = build_envelope(payload, {}, host="lab", now=time.time() + n)
+        env.update(person=person, repo=repo, branch="main")
+        messages.append((subject, env["id"], encode_envelope(env)))
+
+    async def publish() -> None:
+        nc = await nats.connect(pipeline["AGENTWATCH_NATS_URL"])
+        for subject, event_id, body in messages:
+            await nc.jetstream().publish(subject, body, headers={"Nats-Msg-Id": event_id})
+        await nc.close()
+
+    asyncio.run(publish())
+    deadline = time.monotonic() + 60
+    while sql(pipeline, "SELECT count() AS n FROM events WHERE startsWith(session_id, 'owner-')")[0]["n"] < 3:
+        assert time.monotonic() < deadline, "stored"
+        time.sleep(0.3)
+
+    def found(*narrow: str) -> set[str]:
+        done = run_cli("search", "zebrawords", *narrow, "--format", "json", env=pipeline)
+        assert done.returncode == 0, done.stderr
+        return {r["session_id"] for r in json.loads(done.stdout)}
+
+    assert found() == {"owner-0", "owner-1", "owner-2"}
+    assert found("--repo", "github.com/t/zoo") == {"owner-0", "owner-1"}
+    assert found("--person", "ann@example.com", "--repo", "github.com/t/zoo") == {"owner-0"}
+    out = tmp_path / "zoo.jsonl"
+    done = run_cli(
+        "export", "--since", "2026-01-01", "--repo", "github.com/t/zoo", "-o", str(out), env=pipeline
+    )
+    assert done.returncode == 0, done.stderr
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((e["session_id"], e["person"], e["repo"], e["branch"]) for e in exported) == [
+        ("owner-0", "ann@example.com", "github.com/t/zoo", "main"),
+        ("owner-1", "bo@example.com", "github.com/t/zoo", "main"),
+    ]

@@ -251,3 +251,82 @@ def test_a_transcript_rewritten_from_the_start_is_not_counted_twice(
     run_hooks([stop], pipeline, tmp_path / "hook")
     wait_usage(pipeline, "e5", 13, 1)
     assert_claude_codes_totals(pipeline, "e5", only=WITH_SUBAGENT)
+
+
+# --- by person, repository and branch ----------------------------------------------------------
+
+
+def git_repo(path: Path, remote: str, email: str, branch: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", "-b", branch, str(path)], check=True)
+    for args in (["config", "user.email", email], ["remote", "add", "origin", remote]):
+        subprocess.run(["git", "-C", str(path), *args], check=True)
+
+
+def table_rows(text: str, keys: set[str]) -> dict[str, list[str]]:
+    """The lines of a `cost` table whose first cell is one of `keys`, split in cells."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c for c in line.split("  ") if c.strip()]
+        if cells and cells[0].strip() in keys:
+            rows[cells[0].strip()] = [c.strip() for c in cells]
+    return rows
+
+
+def test_cost_by_person_repository_and_branch_equals_sql_over_usage(
+    pipeline: dict[str, str], tmp_path: Path
+) -> None:
+    """The fixture sessions imported with their cwd in one of two repositories made here (the
+    transcripts' own cwd, rewritten): `cost --by person|repo|branch` and the --person/--repo
+    filters give what SQL over `usage` gives, each session's messages under its repository."""
+    tag = "p7"
+    repos = {
+        "alpha": ("https://ci:t0ken-x1@git.example.com/team/alpha-p7.git", "ann@example.com", "main"),
+        "beta": ("git@git.example.com:team/beta-p7.git", "bo@example.com", "feat/p7"),
+    }
+    for name, (remote, email, branch) in repos.items():
+        git_repo(tmp_path / name, remote, email, branch)
+    projects = copy_sessions(tmp_path / "logs", tag)
+    placed: dict[str, str] = {}
+    for i, path in enumerate(sorted(projects.rglob("*.jsonl"))):
+        session = path.stem if path.parent.name != "subagents" else path.parent.parent.name
+        placed.setdefault(session, "alpha" if i % 2 == 0 else "beta")
+        cwd = str(tmp_path / placed[session])
+        path.write_text(path.read_text().replace('"cwd":"/home/dev/lab/proj', f'"cwd":"{cwd}'))
+    assert run_cli("import", str(projects), env=pipeline).returncode == 0
+    wait_usage(pipeline, tag, USAGE_ROWS, len(SESSIONS))
+    where = f"WHERE startsWith(session_id, '{tag}')"
+    per_session = sql_rows(
+        pipeline,
+        f"SELECT session_id, groupUniqArray(repo) AS repos FROM usage FINAL {where} GROUP BY session_id",  # noqa: S608
+    )
+    want_repo = {"alpha": "git.example.com/team/alpha-p7", "beta": "git.example.com/team/beta-p7"}
+    assert len(per_session) >= 8, "the sessions with API messages"
+    for row in per_session:
+        assert row["repos"] == [want_repo[placed[row["session_id"]]]], row
+    costs = sql_rows(pipeline, f"SELECT session_id, repo FROM session_costs {where} AND api_calls > 0")  # noqa: S608
+    assert {r["session_id"]: r["repo"] for r in costs} == {
+        r["session_id"]: r["repos"][0] for r in per_session
+    }
+    assert b"t0ken-x1" not in run_cli("sql", f"SELECT * FROM usage {where}", env=pipeline).stdout.encode()  # noqa: S608
+    for by in ("person", "repo", "branch"):
+        sql = sql_rows(
+            pipeline,
+            f"SELECT {by} AS key, count() AS calls, sum(cost_usd) AS usd FROM usage FINAL {where} "  # noqa: S608
+            f"GROUP BY {by}",
+        )
+        want = {r["key"]: (f"{int(r['calls']):,}", f"${float(r['usd']):,.4f}") for r in sql}
+        assert len(want) == 2, sql
+        shown = run_cli("cost", "--by", by, env=pipeline)
+        assert shown.returncode == 0, shown.stderr
+        got = table_rows(shown.stdout, set(want))
+        assert {k: (cells[2], cells[-1]) for k, cells in got.items()} == want, shown.stdout
+    alpha = want_repo["alpha"]
+    only = run_cli("cost", "--by", "branch", "--repo", alpha, env=pipeline)
+    assert only.returncode == 0, only.stderr
+    assert set(table_rows(only.stdout, {"main", "feat/p7"})) == {"main"}
+    ann = run_cli("cost", "--by", "repo", "--person", "ann@example.com", env=pipeline)
+    assert set(table_rows(ann.stdout, set(want_repo.values()))) == {alpha}
+    wrong = run_cli("cost", "--by", "agent", "--repo", alpha, env=pipeline)
+    assert wrong.returncode == 2 and "--by person|repo|branch" in wrong.stderr

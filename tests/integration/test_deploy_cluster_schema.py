@@ -138,6 +138,9 @@ ROLLUP_TABLES = (
     "loose_calls",
     "session_totals",
     "scope_hours",
+    "cost_by_owner",
+    "activity_by_owner",
+    "session_owner",
 )
 # Created by one migration, dropped by a later one (010 drops call_events; 012 the name-keyed ones).
 DROPPED = ("call_events", "agent_rollup", "cost_by_agent")
@@ -162,7 +165,7 @@ def test_cluster_views_are_the_single_node_views() -> None:
         "event_ids_events_mv", "event_ids_messages_mv", "usage_in_mv", "tool_calls_since",
         "agent_key_messages_mv", "hook_runs", "api_requests", "otel_metric_totals", "events_in_mv",
         "session_totals_usage_mv", "session_totals_states_mv", "scope_hours_events_mv",
-        "scope_hours_messages_mv", "scope_hours_usage_mv", "agents_since",
+        "scope_hours_messages_mv", "scope_hours_usage_mv", "agents_since", "session_owner_usage_mv",
         *(f"{table}_mv" for table in ROLLUP_TABLES
           if table not in ("event_ids", "session_totals", "scope_hours")),
     }  # fmt: skip

@@ -42,7 +42,7 @@ ENVELOPE_KEYS = {
     "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text", "source",
     "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id", "host", "cwd",
     "redacted", "truncated", "seq", "spool_bytes", "prompt_id", "duration_ms", "permission_mode", "model",
-    "harness", "harness_event", "data",
+    "harness", "harness_event", "person", "repo", "branch", "data",
 }  # fmt: skip
 TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -87,6 +87,8 @@ def test_fixture_payload_arrives_on_its_subject(
     event_msg = messages[0] if not messages[0].subject.startswith("genie.msg.") else messages[1]
     env_obj = json.loads(event_msg.data)
     assert set(env_obj) == ENVELOPE_KEYS
+    # No fixture's cwd is a repository on this machine: no repository, no branch; a person still.
+    assert (env_obj["repo"], env_obj["branch"]) == ("", "") and env_obj["person"]
     assert env_obj["v"] == 1
     assert env_obj["source"] == "hook"
     assert env_obj["event"] == payload["hook_event_name"]

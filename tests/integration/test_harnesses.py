@@ -287,6 +287,43 @@ def test_stored_with_the_harness_and_the_clis_own_token_totals(played: Json, chd
     assert of_session == {s: [h] for s, h in sessions.items()}
 
 
+def test_every_envelope_carries_person_repository_and_branch(played: Json) -> None:
+    """The captures' cwd is no repository on this machine: every envelope (events, derived ones,
+    usage) says so with an empty repository and branch, and names a person."""
+    assert played["messages"]
+    for m in played["messages"]:
+        assert (m["repo"], m["branch"]) == ("", ""), m["subject"]
+        assert isinstance(m["person"], str) and m["person"], m["subject"]
+
+
+@pytest.mark.parametrize("harness", ["codex", "gemini"])
+def test_a_session_in_a_repository_is_attributed_from_its_cwd(
+    harness: str, installed: Json, bus: NatsServer, tmp_path: Path
+) -> None:
+    """The same captures with their cwd in a git repository made here: every envelope names its
+    remote (without the credential), branch and git's user.email."""
+    repo = tmp_path / "proj"
+    git = ["git", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", "-b", "trunk", str(repo)], check=True)
+    subprocess.run([*git, "config", "user.email", "cli@example.com"], check=True)
+    remote = "https://x:tok3n-zz@gitlab.example.com/g/proj"
+    subprocess.run([*git, "remote", "add", "origin", remote], check=True)
+
+    def into_repo(rec: Json) -> None:
+        rec["payload"]["cwd"] = str(repo)
+
+    collector = Collector(bus.url)
+    try:
+        records = play(installed, harness, bus, tmp_path / "data", into_repo)
+        messages = collected(collector, len(records))
+    finally:
+        collector.close()
+    assert len(messages) >= len(records)
+    owners = {(m["person"], m["repo"], m["branch"]) for m in messages}
+    assert owners == {("cli@example.com", "gitlab.example.com/g/proj", "trunk")}
+    assert not [m for m in messages if b"tok3n-zz" in m["body"]]
+
+
 def test_no_secret_variable_reaches_the_bus_or_the_store(
     installed: Json, bus: NatsServer, tmp_path: Path, chdb_database: Client
 ) -> None:

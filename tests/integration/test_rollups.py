@@ -117,6 +117,10 @@ RAW_EDGES = (
 ROLLUP_EDGES = "SELECT * FROM team_edges ORDER BY from_agent, to_agent, team"
 
 
+OWNER = ("person", "repo", "branch")  # 021_attribution
+OWNER_COLUMNS = ", ".join(OWNER)
+
+
 def raw_view(name: str) -> str:
     """The CREATE VIEW of `name` from 004_views.sql, renamed raw_<name>."""
     text = SCHEMA_DIR.joinpath("004_views.sql").read_text(encoding="utf-8")
@@ -139,7 +143,7 @@ def assert_rollups_match_raw(client: Client) -> None:
         client.command(raw_view(name))
         key = "session_id" if name == "sessions" else "agent"
         raw = answers(client, f"SELECT * FROM raw_{name} ORDER BY {key}")  # noqa: S608 - fixed names
-        rolled = answers(client, f"SELECT * FROM {name} ORDER BY {key}")  # noqa: S608
+        rolled = answers(client, f"SELECT * EXCEPT ({OWNER_COLUMNS}) FROM {name} ORDER BY {key}")  # noqa: S608
         assert rolled == raw, name
         assert raw, name
     assert answers(client, VIEW_AGENTS) == answers(client, RAW_AGENTS)
@@ -343,8 +347,13 @@ def cost_answers(client: Client, view: str, key: str) -> list[tuple[Any, ...]]:
     """Every row of `view`, its dollar columns rounded to 1e-9 (the rollup adds them in another order)."""
     result = client.query(f"SELECT * FROM {view} ORDER BY {key}")  # noqa: S608 - fixed names
     money = {i for i, name in enumerate(result.column_names) if name.endswith("_usd")}
+    owner = {i for i, name in enumerate(result.column_names) if name in OWNER}  # 021's: not in older views
     return [
-        tuple(round(v, 9) if i in money and isinstance(v, float) else v for i, v in enumerate(row))
+        tuple(
+            round(v, 9) if i in money and isinstance(v, float) else v
+            for i, v in enumerate(row)
+            if i not in owner
+        )
         for row in result.result_rows
     ]
 
@@ -425,8 +434,10 @@ def test_cost_backfill_equals_the_rollup_filled_live(chdb_database: Client) -> N
     store_before_rollups(chdb_database)
     found = usage_batch()
     # The store before 009 inserted into usage directly: copies and larger copies alike, of the
-    # columns it had (013_harness added harness and reasoning_tokens).
-    old = [i for i, (name, _) in enumerate(USAGE_COLUMNS) if name not in ("harness", "reasoning_tokens")]
+    # columns it had (013_harness added harness and reasoning_tokens, 021 the session's owner).
+    old = [
+        i for i, (name, _) in enumerate(USAGE_COLUMNS) if name not in ("harness", "reasoning_tokens", *OWNER)
+    ]
     columns = [USAGE_COLUMNS[i][0] for i in old]
     for batch in (found.usage, found.usage[::2], bigger(found.usage[::3], 5)):
         chdb_database.insert("usage", [[row[i] for i in old] for row in batch], column_names=columns)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from clickhouse_connect.driver.client import Client
 
+from agentwatch.store import usage
 from agentwatch.store.migrations import SCHEMA_DIR, apply_migrations
 from agentwatch.store.usage import UsageRows, insert_usage
 from tests.integration.test_rollups import (
@@ -18,7 +20,13 @@ from tests.integration.test_rollups import (
     usage_batch,
 )
 
-NEWEST = "SELECT * FROM {view} ORDER BY last_at DESC, session_id LIMIT 200"
+# The columns 009's view had (021 added person, repo and branch at the end).
+COLUMNS_OF_009 = (
+    "session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens, "
+    "cache_write_5m_tokens, cache_write_1h_tokens, cost_usd, unpriced_calls, claude_cost_usd, models, "
+    "first_at, last_at"
+)
+NEWEST = f"SELECT {COLUMNS_OF_009} FROM {{view}} ORDER BY last_at DESC, session_id LIMIT 200"  # noqa: S608
 
 
 def view_of_009(name: str) -> str:
@@ -34,11 +42,17 @@ def newest(client: Client, view: str) -> list[tuple[Any, ...]]:
     return [tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in result.result_rows]
 
 
-def test_an_older_store_migrates_and_session_costs_answers_as_before(chdb_database: Client) -> None:
+def test_an_older_store_migrates_and_session_costs_answers_as_before(
+    chdb_database: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store_before_rollups(chdb_database, before=19)
     found = usage_batch()
-    insert_usage(chdb_database, found)
-    insert_usage(chdb_database, UsageRows(bigger(found.usage[::3], 7), [], []))  # replacing copies
+    # The store of that time wrote usage without the session's person, repo and branch (021).
+    monkeypatch.setattr(usage, "USAGE_COLUMNS", usage.USAGE_COLUMNS[:-3])
+    old = UsageRows([row[:-3] for row in found.usage], found.cost_states, [])
+    insert_usage(chdb_database, old)
+    insert_usage(chdb_database, UsageRows([row[:-3] for row in bigger(found.usage[::3], 7)], [], []))
+    monkeypatch.undo()
     before = cost_answers(chdb_database, "session_costs", "session_id")
     assert any(row[11] is not None for row in before)  # sessions with Claude Code's own total
 

@@ -78,3 +78,12 @@ def test_a_cost_window_starts_at_the_hour() -> None:
     answer = json.loads(tools.answer(reader, "cost", {"by": "team", "hours": 2}))
     since = reader.asked[0][1]["since"]
     assert since.endswith(":00:00.000") and answer["since"] == since[:19] + "Z"
+
+
+@pytest.mark.parametrize("by", ["person", "repo", "branch"])
+def test_cost_by_person_repository_or_branch_reads_their_rollup(by: str) -> None:
+    reader = Reader(Answer(("api_calls",), ("UInt64",), [(3,)]))
+    answer = json.loads(tools.answer(reader, "cost", {"by": by}))
+    assert answer["by"] == by
+    sql = reader.asked[0][0]
+    assert "FROM cost_by_owner" in sql and f"GROUP BY {by}" in sql

@@ -127,6 +127,8 @@ LATER_VIEWS = (
 )  # fmt: skip
 OTEL_TABLES = ("otel_logs", "otel_metrics", "otel_spans")
 OTEL_VIEWS = ("hook_runs", "api_requests", "otel_metric_totals")
+OWNER = ("person", "repo", "branch")
+LOW = "LowCardinality(String)"
 ROLLUPS = ("tool_hourly", "session_rollup", "session_seq_rollup", "agent_rollup", "edge_hourly")
 
 
@@ -331,6 +333,40 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS scope_hours_messages_mv {ON_CLUSTER} TO scope_hours AS",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS scope_hours_usage_mv {ON_CLUSTER} TO scope_hours AS",
         f"CREATE OR REPLACE VIEW agents_since {ON_CLUSTER} AS",
+        # 021: person, repo and branch on events, events_in, usage and usage_in; the two views
+        # that fill events and usage pass them on; the two rollups by person, repo and branch.
+        *(
+            f"ALTER TABLE {t} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {c} LowCardinality(String) DEFAULT '';"
+            for c in ("person", "repo", "branch")
+            for t in ("events_local", "events")
+        ),
+        *(
+            f"ALTER TABLE events_in {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {c} String DEFAULT '';"
+            for c in OWNER
+        ),
+        *(
+            f"ALTER TABLE {t} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {c} LowCardinality(String) DEFAULT '';"
+            for c in OWNER
+            for t in ("usage_local", "usage")
+        ),
+        *(f"ALTER TABLE usage_in {ON_CLUSTER} ADD COLUMN IF NOT EXISTS {c} {LOW} DEFAULT '';" for c in OWNER),
+        f"ALTER TABLE events_in_mv {ON_CLUSTER} MODIFY QUERY",
+        f"ALTER TABLE usage_in_mv {ON_CLUSTER} MODIFY QUERY",
+        f"CREATE TABLE IF NOT EXISTS cost_by_owner_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS cost_by_owner {ON_CLUSTER} AS cost_by_owner_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS cost_by_owner_mv {ON_CLUSTER} TO cost_by_owner AS",
+        f"CREATE TABLE IF NOT EXISTS activity_by_owner_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS activity_by_owner {ON_CLUSTER} AS activity_by_owner_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS activity_by_owner_mv {ON_CLUSTER} "
+        "TO activity_by_owner_local AS",
+        # and the sessions' owner: session_owner, from events (per shard) and usage_in (through
+        # the Distributed table), shown by session_costs and sessions.
+        f"CREATE TABLE IF NOT EXISTS session_owner_local {ON_CLUSTER}",
+        f"CREATE TABLE IF NOT EXISTS session_owner {ON_CLUSTER} AS session_owner_local",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_owner_mv {ON_CLUSTER} TO session_owner_local AS",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_owner_usage_mv {ON_CLUSTER} TO session_owner AS",
+        f"CREATE OR REPLACE VIEW session_costs {ON_CLUSTER} AS",
+        f"CREATE OR REPLACE VIEW sessions {ON_CLUSTER} AS",
     ]
 
 
@@ -374,6 +410,8 @@ def test_the_output_splits_like_a_migration() -> None:
         + 4  # and call_rollup's column (on two tables), its index, tool_calls
         + 5  # 019_session_totals: session_totals (local and Distributed), its two views, session_costs
         + 6  # 020_live_window: scope_hours (local and Distributed), its three views, agents_since
+        + 26  # 021_attribution: 18 columns, two views' queries, two rollups (two tables and a view each)
+        + 6  # and the sessions' owner: session_owner (two tables, two views), sessions, session_costs
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -54,7 +54,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
         _obj({"limit": {"type": _INT}}),
     ),
     "cost": (
-        "Tokens and USD by session, agent, team, model or day, with the total.",
+        "Tokens and USD grouped by `by`, with the total.",
         _obj({"by": {"enum": list(queries.COST_BY)}, "hours": {"type": _INT, "description": "last N hours"}}),
     ),
     "alerts": (

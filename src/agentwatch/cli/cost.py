@@ -1,4 +1,5 @@
-"""`agentwatch cost`: tokens and dollars per session, agent, team, model, day or harness, with totals.
+"""`agentwatch cost`: tokens and dollars per session, agent, team, model, day, harness, person,
+repository or branch, with totals.
 
 The numbers come from the store's `usage` table (one row per API message, priced by the store)
 and, per session, from Claude Code's own running total (`cost_states`) beside agentwatch's. A
@@ -14,7 +15,7 @@ from typing import Any
 from agentwatch.cli.errors import CliError, require
 from agentwatch.format import truncate, utc_datetime
 
-BY = ("session", "agent", "team", "model", "day", "harness")
+BY = ("session", "agent", "team", "model", "day", "harness", "person", "repo", "branch")
 TOKENS = (
     ("calls", "api_calls"),
     ("input", "input_tokens"),
@@ -35,6 +36,9 @@ KEYS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("sessions", "sessions", 8),
         ("reasoning", "reasoning_tokens", 12),
     ),
+    "person": (("person", "person", 36), ("sessions", "sessions", 8)),
+    "repo": (("repository", "repo", 40), ("sessions", "sessions", 8)),
+    "branch": (("branch", "branch", 32), ("sessions", "sessions", 8)),
 }
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -127,8 +131,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
     # The cost rollups are hourly: a window starts at the start of the hour that holds --since.
     since = parse_since(args.since)[:13] + ":00:00.000" if args.since else None
-    query = queries.cost(args.by, since or queries.EPOCH, args.limit)
-    total_query = queries.cost_total(since or queries.EPOCH)
+    if (args.person or args.repo) and args.by not in queries.OWNER_BY:
+        raise CliError(f"--person and --repo work with --by {'|'.join(queries.OWNER_BY)}, not {args.by}")
+    query = queries.cost(args.by, since or queries.EPOCH, args.limit, args.person, args.repo)
+    total_query = queries.cost_total(since or queries.EPOCH, args.person, args.repo)
     rows = run_sql(query.sql, params=query.params).dicts()
     total = run_sql(total_query.sql, params=total_query.params).first()
     if not rows and not total.get("api_calls"):
@@ -145,7 +151,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cost = sub.add_parser(
         "cost",
-        help="tokens and dollars per session, agent, team, model, day or harness, with totals",
+        help="tokens and dollars per session, agent, team, model, day, harness, person, repository or "
+        "branch, with totals",
         description="Tokens and dollars from the agents' transcripts (read by the hook at the end of each "
         "piece of work, or by `agentwatch import`), priced by the store at the price of the day. "
         "Per session, Claude Code's own total is shown beside.",
@@ -156,5 +163,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="WHEN",
         help="only API calls since: 30m, 12h, 7d, 2w, today, or a date (UTC), from the start of that hour",
     )
+    cost.add_argument("--person", default="", help="only this person's API calls (as `--by person` shows it)")
+    cost.add_argument("--repo", default="", help="only this repository's API calls (host/owner/name)")
     cost.add_argument("--limit", type=int, default=50, help="rows to list (default 50)")
     cost.set_defaults(func=cmd_cost)

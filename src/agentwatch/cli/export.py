@@ -61,14 +61,16 @@ class Progress:
             self._show("\n")
 
 
-def pages(history: History, session: str, since: str, page: int = PAGE) -> Iterator[Answer]:
+def pages(
+    history: History, session: str, since: str, page: int = PAGE, owner: tuple[str, str] = ("", "")
+) -> Iterator[Answer]:
     """The export's events, page after page, each page after the last one's last event."""
     from agentwatch.store import queries, session_queries
     from agentwatch.store.answer import params_of
 
     after = (queries.EPOCH, "")
     while True:
-        query = session_queries.export_page(session, since, after, page)
+        query = session_queries.export_page(session, since, after, page, *owner)
         answer = history.query(query.sql, query.params, max_rows=page)
         if not answer.rows and answer.truncated:
             raise CliError(
@@ -171,14 +173,15 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError("Parquet is binary: give a file with -o FILE.parquet, or redirect stdout")
     source = history()
     try:
-        count = session_queries.export_count(args.session or "", since)
+        owner = (args.person, args.repo)
+        count = session_queries.export_count(args.session or "", since, *owner)
         total = int(source.query(*count).scalar() or 0)
         if total == 0:
             raise CliError(
                 f"no events in session {args.session!r}" if args.session else f"no events since {since} UTC"
             )
         progress = Progress(total, sys.stderr)
-        answers = pages(source, args.session or "", since)
+        answers = pages(source, args.session or "", since, owner=owner)
         target = sys.stdout.buffer if args.output in (None, "-") else open(args.output, "wb")  # noqa: SIM115
         try:
             if args.format == "jsonl":
@@ -221,6 +224,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export.add_argument(
         "--since", metavar="WHEN", help="everything since: 30m, 12h, 7d, 2w, today, or a date (UTC)"
     )
+    export.add_argument("--person", default="", help="only events of this person's sessions")
+    export.add_argument("--repo", default="", help="only events in this repository (host/owner/name)")
     export.add_argument("--format", choices=FORMATS, default="jsonl", help="jsonl (default), parquet or md")
     export.add_argument("-o", "--output", metavar="FILE", help="where to write (default: stdout)")
     export.set_defaults(func=cmd_export)

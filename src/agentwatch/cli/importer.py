@@ -146,6 +146,7 @@ class Progress:
         self.files, self.size, self.out = files, size, out
         self.done_files = self.done_bytes = self.usage = self.costs = 0
         self.tty = out.isatty()
+        self.owners: dict[str, tuple[str, str, str]] = {}  # cwd: person, repository, branch
         self.started = self.shown = time.monotonic()
 
     def show(self, final: bool = False) -> None:
@@ -164,6 +165,19 @@ class Progress:
             print(line, file=self.out, flush=True)
 
 
+def attribute(found: list[tuple[str, dict[str, Any]]], owners: dict[str, tuple[str, str, str]]) -> None:
+    """Person, repository and branch of each envelope's cwd, as the hook learns them today (the
+    branch is the one checked out now, not the one of the transcript's time); `owners` keeps what
+    was learnt per cwd."""
+    from agentwatch.emitter.attribution import learn
+
+    for _, env in found:
+        cwd = env.get("cwd") or ""
+        if cwd not in owners:
+            owners[cwd] = learn(cwd, os.environ, config.data_dir())[:3]
+        env["person"], env["repo"], env["branch"] = owners[cwd]
+
+
 def import_file(path: Path, source: Source, publisher: Publisher, progress: Progress) -> None:
     """Read one transcript batch by batch, publishing each batch before the next is read."""
     from agentwatch.contract import DEFAULT_MAX_PAYLOAD, encode_envelope
@@ -177,6 +191,7 @@ def import_file(path: Path, source: Source, publisher: Publisher, progress: Prog
     while True:
         reading = read_log(harness, source, offset, float("inf"), BATCH, {})
         found = reading_envelopes(reading, source, fallback_ms)
+        attribute(found, progress.owners)
         if found:
             fit = refit(publisher.max_payload)
             messages = [(s, e["id"], fit(encode_envelope(e, DEFAULT_MAX_PAYLOAD))) for s, e in found]

@@ -51,7 +51,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not session_queries.searchable(args.text):
         raise CliError(f"nothing to search for in {args.text!r}: give a word (letters or digits)")
     since = parse_since(args.since) if args.since else queries.EPOCH
-    query = session_queries.search(args.text, since, args.agent or "", args.session or "", args.limit)
+    query = session_queries.search(
+        args.text, since, args.agent or "", args.session or "", args.limit, args.person, args.repo
+    )
     answer = run_sql(query.sql, params=query.params)
     if args.format != "table":
         render(answer, args.format)
@@ -82,6 +84,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     search.add_argument("--agent", metavar="NAME", help="only this agent's events")
     search.add_argument("--session", metavar="ID", help="only this session's events")
+    search.add_argument("--person", default="", help="only events of this person's sessions")
+    search.add_argument("--repo", default="", help="only events in this repository (host/owner/name)")
     search.add_argument("--limit", type=int, default=50, help="events to list at most (default 50)")
     search.add_argument("--format", choices=("table", "csv", "json", "jsonl"), default="table")
     search.set_defaults(func=cmd_search)

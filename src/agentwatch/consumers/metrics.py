@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentwatch.metrics")
 
 SETTING = "AGENTWATCH_METRICS_ADDR"
+TOP_REPOS_SETTING = "AGENTWATCH_METRICS_TOP_REPOS"
+DEFAULT_TOP_REPOS = 20
 DEFAULT_ADDR = "127.0.0.1:9464"
 CACHE_SECONDS = 5.0
 OTHER = "other"
@@ -74,8 +76,8 @@ def bounded(rows: Iterable[tuple[tuple[str, ...], float]], most: int) -> list[tu
 class Metrics:
     """The collector's metrics and their HTTP endpoint."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
+    def __init__(self, host: str, port: int, top_repos: int = DEFAULT_TOP_REPOS) -> None:
+        self.host, self.port, self.top_repos = host, port, top_repos
         self.registry = CollectorRegistry()
         self.stored = Counter(
             "agentwatch_stored", "Rows the store inserted, new ones only", ["table"], registry=self.registry
@@ -107,7 +109,11 @@ class Metrics:
     @classmethod
     def from_settings(cls, environ: Mapping[str, str]) -> Metrics | None:
         where = parse_addr(environ.get(SETTING, ""))
-        return None if where is None else cls(*where)
+        return (
+            None
+            if where is None
+            else cls(*where, config.number(environ, TOP_REPOS_SETTING, DEFAULT_TOP_REPOS))
+        )
 
     @property
     def url(self) -> str:
@@ -200,7 +206,7 @@ class Metrics:
                 return []
             up = GaugeMetricFamily("agentwatch_store_up", "1 when the store's figures could be read")
             try:
-                figures = _read_store(self._store)
+                figures = [*_read_store(self._store), *by_repository(self._store, self.top_repos)]
             except Exception as exc:
                 log.warning("metrics: the store's figures could not be read: %s", str(exc)[:200])
                 up.add_metric([], 0)
@@ -236,6 +242,34 @@ class _Figures:
 
 def _rows(client: Client, query: Query) -> list[Sequence[Any]]:
     return list(client.query(query.sql, parameters=query.params).result_rows)
+
+
+def by_repository(client: Client, top: int) -> list[CounterMetricFamily]:
+    """Counters per repository: the `top` repositories by events as they are, every other one's
+    figures summed under `other` (so a fleet of many repositories keeps the series few)."""
+    activity = _rows(client, door_queries.EVENTS_BY_REPO)
+    kept = {str(row[0]) for row in activity[:top]}
+    families: list[CounterMetricFamily] = [
+        CounterMetricFamily(f"agentwatch_repo_{name}", doc, labels=["repo"])
+        for name, doc in (
+            ("events", "Events stored, by the session's repository ('' outside one)"),
+            ("tool_calls", "Tool calls, by the session's repository"),
+            ("tool_errors", "Failed tool calls, by the session's repository"),
+            ("api_calls", "API calls read from transcripts, by the session's repository"),
+            ("cost_usd", "Priced USD of API calls, by the session's repository"),
+        )
+    ]
+    sums: list[dict[str, float]] = [{} for _ in families]
+    rows = [(r, (e, t, x, 0, 0)) for r, e, t, x in activity]
+    rows += [(r, (0, 0, 0, calls, usd or 0)) for r, usd, calls in _rows(client, door_queries.COST_BY_REPO)]
+    for repo, values in rows:
+        label = str(repo) if str(repo) in kept else OTHER
+        for found, value in zip(sums, values, strict=True):
+            found[label] = found.get(label, 0.0) + float(value)
+    for family, found in zip(families, sums, strict=True):
+        for label, value in found.items():
+            family.add_metric([label], value)
+    return families
 
 
 def _read_store(client: Client) -> list[Metric]:

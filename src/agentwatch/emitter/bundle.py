@@ -1,7 +1,7 @@
 """The hook's common modules compiled into one file, which its script loads instead of importing
 each from its own `.pyc`.
 
-Every hook run loads the same fourteen modules. Imported one by one, the import system looks for
+Every hook run loads the same fifteen modules. Imported one by one, the import system looks for
 each along `sys.path`, checks its `.pyc` against its source and reads it: about 1.4 ms of CPU per
 run here, a third of what `site` costs the bare interpreter the hook is compared with. From one
 file of code objects, checked against the sources' times and sizes as a `.pyc` is, they load in
@@ -57,6 +57,7 @@ MODULES = (
     "agentwatch.emitter.hook",
     "agentwatch.emitter.wire",
     "agentwatch.emitter.sequence",
+    "agentwatch.emitter.attribution",
 )
 EXTENSIONS = ("_json", "_socket")
 # The layout of the file: marshal of (FORMAT, this module's code, sys.version, [directory put on

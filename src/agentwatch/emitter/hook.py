@@ -378,6 +378,7 @@ def _outgoing(
                 signal.pthread_sigmask(signal.SIG_SETMASK, was)
         if event.get("event") == "SessionEnd":  # a good moment to forget long-gone sessions' counters
             sequence.prune(config.data_dir(environ))
+            sequence.remove_untouched(in_data_dir(environ, "who"), sequence.PRUNE_AFTER_S)
     event["spool_bytes"] = spool.pending_bytes()
     commit: Callable[[bool], None] = _no_offsets
     if read_until is not None and event.get("event") in USAGE_EVENTS:
@@ -388,6 +389,9 @@ def _outgoing(
             outgoing.extend(usage)
         except Exception as exc:  # a transcript it cannot read must not hold the event back
             log_problem(environ, "usage", "reading the transcripts failed; the event goes alone", exc)
+    from agentwatch.emitter.attribution import mark
+
+    mark(outgoing, environ, config.data_dir(environ), log_problem)
     try:
         return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
     except RecursionError:  # read, but nested too deep to write back: each such event says so

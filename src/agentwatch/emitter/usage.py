@@ -206,7 +206,8 @@ def _meta(path: str) -> Json:
 
 def who_of(event: Json) -> Json:
     """The identity fields of a hook event's envelope."""
-    keys = ("agent", "team", "parent_agent", "agent_id", "agent_type", "session_id", "host", "cwd")
+    keys = ("agent", "team", "parent_agent", "agent_id", "agent_type", "session_id", "host", "cwd",
+            "person", "repo", "branch")  # fmt: skip
     return {k: event.get(k) or "" for k in keys}
 
 
@@ -266,6 +267,9 @@ def _envelope(src: Source, session: str, timestamp: str, fallback_ms: int) -> Js
         "parent_agent": who["parent_agent"],
         "host": who["host"],
         "cwd": who["cwd"],
+        "person": who.get("person", ""),
+        "repo": who.get("repo", ""),
+        "branch": who.get("branch", ""),
         "subagent_id": src.subagent_id,
         "subagent_type": src.subagent_type,
     }

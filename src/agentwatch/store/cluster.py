@@ -98,6 +98,10 @@ SHARDING_KEYS: Mapping[str, str] = {
     # Filled through their Distributed tables (their views read the Null usage_in).
     "cost_hourly": "cityHash64(agent)",
     "session_cost": "cityHash64(session_id)",
+    # 021: cost_by_owner from usage_in (Distributed), activity_by_owner per shard from events.
+    "cost_by_owner": "cityHash64(repo)",
+    "activity_by_owner": "cityHash64(repo)",
+    "session_owner": "cityHash64(session_id)",
     # 019: fed by usage_in (through the Distributed table) and by cost_states (on the shard of
     # its session): one session's rows meet on one shard, where FINAL folds them.
     "session_totals": "cityHash64(session_id)",

@@ -60,6 +60,19 @@ COST_BY_TEAM_MODEL = Query(
     "HAVING calls > 0 ORDER BY usd DESC, team, model"
 )
 
+# Per repository (021_attribution.sql), the most active first: events, tool calls and failed ones
+# (activity_by_owner), and API calls and their price (cost_by_owner). /metrics keeps the top N by
+# events and sums the rest as "other".
+EVENTS_BY_REPO = Query(
+    "SELECT toString(repo) AS repo, toUInt64(sum(events)) AS events, "
+    "toUInt64(sum(tool_calls)) AS tool_calls, toUInt64(sum(tool_errors)) AS tool_errors "
+    "FROM activity_by_owner GROUP BY repo ORDER BY events DESC, repo"
+)
+COST_BY_REPO = Query(
+    "SELECT toString(repo) AS repo, sum(priced_usd) AS usd, toInt64(sum(api_calls)) AS calls "
+    "FROM cost_by_owner GROUP BY repo HAVING calls > 0 ORDER BY repo"
+)
+
 # The spool backlog each host's hook reported last, over the last day of numbered events.
 SPOOL_BY_HOST = Query(
     "SELECT toString(host) AS host, argMax(spool_bytes, (timestamp, id)) AS spool_bytes FROM events "

@@ -355,7 +355,10 @@ def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
 
 # --- cost ---------------------------------------------------------------------------------------
 
-COST_BY = ("session", "agent", "team", "model", "day", "harness")
+COST_BY = ("session", "agent", "team", "model", "day", "harness", "person", "repo", "branch")
+# The groupings cost_by_owner (021_attribution.sql) answers, and so the ones a --person or --repo
+# filter applies to.
+OWNER_BY = ("person", "repo", "branch", "model", "day")
 EPOCH = "1970-01-01 00:00:00.000"
 # Sums over the cost_hourly rollup (009_rollups.sql): its rows are signed, so the sums are right
 # whatever was replaced, and a group whose every message was replaced has api_calls 0.
@@ -387,15 +390,30 @@ _COST_GROUPS: dict[str, tuple[str, str, str]] = {
         "harness",
         "cost_usd DESC NULLS LAST, harness",
     ),
+    # From cost_by_owner (021_attribution.sql), with or without a start.
+    **{
+        key: (f"{key}, uniqExactMerge(sessions) AS sessions", key, f"cost_usd DESC NULLS LAST, {key}")
+        for key in ("person", "repo", "branch")
+    },
 }
 
 
-def _cost_source(by: str, since: str) -> tuple[str, str, str]:
+def _owner_where(since: str, person: str, repo: str) -> str:
+    """The WHERE clause of a question to cost_by_owner: the start, the person, the repository."""
+    terms = [_COST_SINCE] if since != EPOCH else []
+    terms += ["person = {person:String}"] if person else []
+    terms += ["repo = {repo:String}"] if repo else []
+    return f"WHERE {' AND '.join(terms)} " if terms else ""
+
+
+def _cost_source(by: str, since: str, person: str = "", repo: str = "") -> tuple[str, str, str]:
     """(rollup, WHERE clause, day expression) for a cost question: over all time, the rollups
     without a time in their key (per agent, its host, scope, team and model; per day), whose rows
     do not grow with the history; since a time, cost_hourly from that time's hour. An agent is
     grouped with its team (its session's, or its named team): two agents of one name in two
     sessions are two rows. Per harness: cost_by_harness, all time or from the hour of `since`."""
+    if by in ("person", "repo", "branch") or person or repo:
+        return "cost_by_owner", _owner_where(since, person, repo), "toDate(hour)"
     if by == "harness":
         return "cost_by_harness", f"WHERE {_COST_SINCE} " if since != EPOCH else "", "toDate(hour)"
     if since != EPOCH:
@@ -403,14 +421,16 @@ def _cost_source(by: str, since: str) -> tuple[str, str, str]:
     return ("cost_by_day" if by == "day" else "agent_cost_rollup"), "", "day"
 
 
-def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
+def cost(by: str, since: str = EPOCH, limit: int = 100, person: str = "", repo: str = "") -> Query:
     """Tokens and cost per `by` (one of COST_BY) of the API messages from the UTC hour that holds
     `since` (`YYYY-MM-DD hh:mm:ss.sss`), read from the cost rollups. Per session: whole sessions
     whose last message is since then, from the session_costs view, with Claude Code's own total
-    beside."""
+    beside. `person`, `repo`: only that person's or repository's messages (by one of OWNER_BY)."""
     if by not in COST_BY:
         raise ValueError(f"cost by {by!r}: one of {', '.join(COST_BY)}")
-    params = {"since": since, "limit": int(limit)}
+    if (person or repo) and by not in OWNER_BY:
+        raise ValueError(f"--person and --repo group by one of {', '.join(OWNER_BY)}, not {by!r}")
+    params = {"since": since, "limit": int(limit), "person": person, "repo": repo}
     if by == "session":
         return Query(
             "SELECT session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens, "
@@ -420,7 +440,7 @@ def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
             params,
         )
     keys, group, order = _COST_GROUPS[by]
-    table, where, day = _cost_source(by, since)
+    table, where, day = _cost_source(by, since, person, repo)
     # The texts are fixed, chosen by `by` and by whether `since` is given; values are parameters.
     return Query(
         f"SELECT *, {_COST_USD} FROM (SELECT {keys.format(day=day)}, {_COST_SUMS} FROM {table} "  # noqa: S608
@@ -429,15 +449,15 @@ def cost(by: str, since: str = EPOCH, limit: int = 100) -> Query:
     )
 
 
-def cost_total(since: str = EPOCH) -> Query:
+def cost_total(since: str = EPOCH, person: str = "", repo: str = "") -> Query:
     """The totals of the API messages from the UTC hour that holds `since` (the cost rollups),
     and Claude Code's own totals of the sessions whose last cost-state is that recent."""
-    table, where, _ = _cost_source("total", since)
+    table, where, _ = _cost_source("total", since, person, repo)
     return Query(
         f"SELECT *, {_COST_USD}, (SELECT sum(total_cost_usd) FROM cost_states FINAL "  # noqa: S608
         "WHERE timestamp >= toStartOfHour({since:DateTime64(3, 'UTC')})) AS claude_cost_usd "
         f"FROM (SELECT {_COST_SUMS}, uniqExactMerge(sessions) AS sessions FROM {table} {where})",
-        {"since": since},
+        {"since": since, "person": person, "repo": repo},
     )
 
 

@@ -189,11 +189,18 @@ def searchable(text: str) -> bool:
 
 
 def search(
-    text: str, since: str = EPOCH, agent: str = "", session: str = "", limit: int = SEARCH_LIMIT
+    text: str,
+    since: str = EPOCH,
+    agent: str = "",
+    session: str = "",
+    limit: int = SEARCH_LIMIT,
+    person: str = "",
+    repo: str = "",
 ) -> Query:
     """The events whose text or payload holds `text` (case-insensitive; every word of it a whole
-    word), newest first, from `since`, of one agent and one session when given: id, time, where,
-    the event's line, and an excerpt of the payload around the match when the line lacks it."""
+    word), newest first, from `since`, of one agent, session, person and repository when given:
+    id, time, where, the event's line, and an excerpt of the payload around the match when the
+    line lacks it."""
     if not searchable(text):
         raise ValueError(f"nothing to search for in {text!r}: give a word (letters or digits)")
     narrow = ""
@@ -204,7 +211,8 @@ def search(
     if session:
         narrow += "\n  AND session_id = {session:String}"
         params["session"] = session
-    # `narrow` is one of four fixed texts; every value is a parameter.
+    narrow += _owner(params, person, repo, "\n  ")
+    # `narrow` is one of a few fixed texts; every value is a parameter.
     return Query(_SEARCH.format(narrow=narrow), params)
 
 
@@ -214,7 +222,7 @@ def search(
 EXPORT_COLUMNS = (
     "id, timestamp, v, event, kind, agent, team, direction, peer, text, source, session_id, agent_id, "
     "agent_type, parent_agent, tool_name, tool_use_id, host, cwd, redacted, truncated, seq, prompt_id, "
-    "duration_ms, data"
+    "duration_ms, person, repo, branch, data"
 )
 _EXPORT = (
     f"SELECT {EXPORT_COLUMNS} FROM events WHERE WHERE_CLAUSE "  # noqa: S608 (fixed texts; values are parameters)
@@ -227,25 +235,42 @@ _BY_SESSION = "session_id = {session:String}"
 _BY_TIME = "timestamp >= {since:DateTime64(3, 'UTC')}"
 
 
-def _export_where(session: str, since: str) -> tuple[str, dict[str, Any]]:
-    """One of two fixed conditions, and its value as a parameter."""
-    if session:
-        return _BY_SESSION, {"session": session}
-    return _BY_TIME, {"since": since}
+def _owner(params: dict[str, Any], person: str, repo: str, before: str = " ") -> str:
+    """The fixed conditions on the person and repository given (their values added to `params`)."""
+    narrow = ""
+    if person:
+        narrow += f"{before}AND person = {{person:String}}"
+        params["person"] = person
+    if repo:
+        narrow += f"{before}AND repo = {{repo:String}}"
+        params["repo"] = repo
+    return narrow
 
 
-def export_count(session: str = "", since: str = EPOCH) -> Query:
+def _export_where(session: str, since: str, person: str = "", repo: str = "") -> tuple[str, dict[str, Any]]:
+    """One of two fixed conditions, narrowed to a person or repository, and the values as parameters."""
+    params: dict[str, Any] = {"session": session} if session else {"since": since}
+    where = _BY_SESSION if session else _BY_TIME
+    return where + _owner(params, person, repo), params
+
+
+def export_count(session: str = "", since: str = EPOCH, person: str = "", repo: str = "") -> Query:
     """How many events an export of one session (else of everything since `since`) holds."""
-    where, params = _export_where(session, since)
+    where, params = _export_where(session, since, person, repo)
     return Query(_EXPORT_COUNT.replace("WHERE_CLAUSE", where), params)
 
 
 def export_page(
-    session: str = "", since: str = EPOCH, after: tuple[str, str] = (EPOCH, ""), limit: int = 2000
+    session: str = "",
+    since: str = EPOCH,
+    after: tuple[str, str] = (EPOCH, ""),
+    limit: int = 2000,
+    person: str = "",
+    repo: str = "",
 ) -> Query:
     """The next `limit` events of an export after `after` (the last page's last time and id), in
     time order, every column of the events table, each id once."""
-    where, params = _export_where(session, since)
+    where, params = _export_where(session, since, person, repo)
     return Query(
         _EXPORT.replace("WHERE_CLAUSE", where),
         {**params, "after_at": after[0], "after_id": after[1], "limit": int(limit)},

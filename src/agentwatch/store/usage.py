@@ -63,6 +63,9 @@ USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("version", "UInt64"),
     ("harness", "LowCardinality(String)"),
     ("reasoning_tokens", "UInt64"),
+    ("person", "LowCardinality(String)"),
+    ("repo", "LowCardinality(String)"),
+    ("branch", "LowCardinality(String)"),
 )
 COST_STATE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("session_id", "String"),
@@ -141,6 +144,7 @@ def usage_row(env: dict[str, Any]) -> list[Any]:
         model, tokens.input, tokens.output, tokens.cache_read, cache_write, tokens.cache_5m,
         tokens.cache_1h, cost, price_model, sidechain, _str(env, "id"), 2 * total + (not sidechain),
         _str(env, "harness") or CLAUDE_CODE, _optional_count(env, "reasoning_tokens"),
+        _str(env, "person"), _str(env, "repo"), _str(env, "branch"),
     ]  # fmt: skip
 
 
