@@ -147,7 +147,7 @@ def test_scope_hours_backfilled_equals_scope_hours_filled_live(
     events, messages = split(history())
     store_before_rollups(chdb_database, before=20)
     insert_batch(chdb_database, events, messages)
-    assert apply_migrations(chdb_database) == ["020_live_window"]
+    assert apply_migrations(chdb_database)[:1] == ["020_live_window"]  # and those after it
     dsn, root = chdb_engine
     root.command("CREATE DATABASE live_window_filled_live")
     live = clickhouse_connect.get_client(dsn=dsn, database="live_window_filled_live")

@@ -32,7 +32,7 @@ import nats
 import pytest
 
 from agentwatch.consumers.otel_spans import Tracer
-from tests.conftest import clean_env, free_port, run_cli
+from tests.conftest import HOOK_INBOX, bus_login, clean_env, free_port, run_cli
 from tests.integration.test_cost_store import SESSIONS, session_bodies
 from tests.integration.test_harnesses import installed, play
 from tests.integration.test_store import Service, sql_rows
@@ -117,7 +117,7 @@ def wait_roots(url: str, sessions: set[str], timeout: float = 150) -> list[Json]
 
 def publish(url: str, bodies: list[tuple[str, bytes]]) -> None:
     async def send() -> None:
-        nc = await nats.connect(url)
+        nc = await nats.connect(url, inbox_prefix=HOOK_INBOX)  # the hook's login takes acks there
         js = nc.jetstream()
         for subject, body in bodies:
             await js.publish(subject, body)
@@ -159,10 +159,10 @@ def test_every_harness_arrives_as_the_stores_trees_and_tokens(
         assert any("otel export:" in line for line in up.lines)
         result = run_cli("demo", "--rate", "0", "--count", "600", "--seed", "39", env=env)
         assert result.returncode == 0, result.stderr
-        bus = cast(NatsServer, SimpleNamespace(url=env["AGENTWATCH_NATS_URL"]))
+        bus = cast(NatsServer, SimpleNamespace(url=bus_login(env)))  # hooks with data dirs of their own
         played = {h: play(installed, h, bus, tmp_path / f"hook-{h}") for h in ("codex", "gemini")}
         publish(
-            env["AGENTWATCH_NATS_URL"],
+            bus_login(env),
             [b for s, main, subs, _ in SESSIONS for b in session_bodies(s, main, subs)],
         )
         wait_stored(env)
