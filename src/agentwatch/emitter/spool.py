@@ -36,6 +36,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from agentwatch.emitter.spool_repair import SpoolStatus
+
     Message = tuple[str, str, bytes]
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -73,33 +75,6 @@ LOST_WIDTH = 64
 UNREADABLE_KEEP = 20
 UNREADABLE_MAX_AGE_S = 30 * 86400
 UNREADABLE_SUFFIX = ".unreadable"
-
-
-class SpoolStatus:
-    __slots__ = (
-        "bytes",
-        "count",
-        "lost",
-        "lost_at",
-        "malformed",
-        "newest_id",
-        "oldest_id",
-        "path",
-        "unreadable",
-    )
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.count = 0
-        self.bytes = 0
-        self.malformed = 0
-        self.oldest_id = ""
-        self.newest_id = ""
-        # Messages a full disk kept from the spool (ever), and when the last was; captures nothing
-        # could be made of (`inflight/*.unreadable`, redacted, kept for a person to see).
-        self.lost = 0
-        self.lost_at = 0.0
-        self.unreadable = 0
 
 
 class Spool:
@@ -232,104 +207,24 @@ class Spool:
         return kept
 
     def recover(self) -> int:
-        """Queue the in-flight messages of hook runs that ended without settling (killed); how many."""
-        try:
-            names = posix.listdir(self.inflight)
-        except FileNotFoundError:
-            return 0
-        moved = 0
-        now = time.time()
-        for name in names:
-            if name.startswith("."):  # an earlier version's retired file (confirmed messages)
-                continue
-            path = f"{self.inflight}/{name}"
-            try:
-                if _alive(int(name.split(".", 1)[0])) and now - posix.stat(path).st_mtime < INFLIGHT_STALE_S:
-                    continue
-                if name.endswith(".unreadable"):
-                    continue
-                if name.endswith(".tmp"):  # a write that never finished
-                    self.release(path)
-                    continue
-                # Claimed by a rename, so two recovering processes never queue it twice; a claim
-                # by a process that then died carries that pid and is recovered in turn.
-                claimed = f"{self.inflight}/{posix.getpid()}.r{name.replace('.', '_')}"
-                posix.rename(path, claimed)
-                with open(claimed, "rb") as f:
-                    data = f.read()
-            except (ValueError, IndexError, OSError):
-                continue
-            try:
-                moved += self._requeue(claimed, data)
-            except OSError:  # a full disk: the claimed file stays, and is recovered later
-                continue
-        return moved
+        """Queue the in-flight messages of hook runs that ended without settling (killed); how many
+        (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        return spool_repair.recover(self)
 
     def resume_capture(self, stdin: int) -> None:
-        """Add what `stdin` holds now to this process's capture, without waiting (`stdin` is
-        non-blocking), and mark it complete if its end was reached."""
-        fd = posix.open(f"{self.inflight}/{posix.getpid()}", posix.O_RDWR)
-        try:
-            start = posix.pread(fd, 65536, 0).find(b"\n") + 1
-            posix.lseek(fd, 0, 2)  # SEEK_END
-            try:
-                _, unwritten = _drain(stdin, fd)
-            except BlockingIOError:  # the writer is not done: the capture stays marked READING
-                return
-            if unwritten is None and start > 0:
-                size = posix.lseek(fd, 0, 1) - start  # SEEK_CUR: the end
-                posix.pwrite(fd, COMPLETE + b"%0*d" % (RAW_DIGITS, size), len(RAW_MARK))
-        finally:
-            posix.close(fd)
+        """Add what `stdin` holds now to this process's capture, without waiting; mark it complete if
+        its end was reached (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        spool_repair.resume_capture(self, stdin)
 
     def queue_own_capture(self) -> int:
-        """Queue this process's own capture now: its run ran out of time before it made its
-        messages (a capture still marked READING becomes the event that says so); how many."""
-        path = f"{self.inflight}/{posix.getpid()}"
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            return 0
-        return self._requeue(path, data) if data.startswith(RAW_MARK) else 0
+        """Queue this process's own capture now, its messages unmade (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
 
-    def _requeue(self, claimed: str, data: bytes) -> int:
-        """Queue what one in-flight file holds; how many messages."""
-        header, raw, held = _split_capture(data) if data.startswith(RAW_MARK) else (b"", b"", data)
-        if held is None:
-            if self.rebuild is None:
-                return 0  # left for a recovery that can make its messages
-            if header.startswith(READING) and not raw:  # stopped before a byte came: nothing to keep
-                self.release(claimed)
-                return 0
-            try:
-                complete = _lines(self.rebuild(header, raw))
-            except Exception as exc:  # a capture nothing can be made of: kept, redacted, for a person to see
-                self._keep_unreadable(claimed, data, exc)
-                return 0
-        else:
-            complete = held[: held.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
-        if complete:
-            self._append_raw(complete)
-        self.release(claimed)
-        return complete.count(b"\n")
-
-    def _keep_unreadable(self, claimed: str, data: bytes, exc: BaseException) -> None:
-        """Keep a capture nothing could be made of as `*.unreadable`, its secrets taken out (as an
-        event's are), after a line that says why; the oldest such files beyond UNREADABLE_KEEP, or
-        older than UNREADABLE_MAX_AGE_S, go. Where the redacted copy cannot be written (a full
-        disk), the capture is dropped and counted as lost: never kept as it came."""
-        from agentwatch.redact import redact_environment, redact_text
-
-        text, count = redact_text(data.decode("utf-8", "replace"))
-        text, count = redact_environment(text, count, self.environ)
-        why = f"# unreadable: {type(exc).__name__}: {str(exc)[:200]}".replace("\n", " ")
-        try:
-            self._write_inflight(f"{why}\n{text}".encode("utf-8", "replace"), claimed + UNREADABLE_SUFFIX)
-        except OSError:
-            self.note_lost(1)
-        self.release(claimed)
-        self.prune_unreadable()
+        return spool_repair.queue_own_capture(self)
 
     def unreadable(self) -> list[str]:
         """The names of the captures kept as unreadable."""
@@ -340,21 +235,10 @@ class Spool:
 
     def prune_unreadable(self, now: float | None = None) -> int:
         """Remove the unreadable captures beyond the newest UNREADABLE_KEEP or older than
-        UNREADABLE_MAX_AGE_S; how many."""
-        now = time.time() if now is None else now
-        aged = []
-        for name in self.unreadable():
-            try:
-                aged.append((posix.stat(f"{self.inflight}/{name}").st_mtime, name))
-            except OSError:
-                continue
-        aged.sort(reverse=True)
-        removed = 0
-        for i, (mtime, name) in enumerate(aged):
-            if i >= UNREADABLE_KEEP or now - mtime > UNREADABLE_MAX_AGE_S:
-                self.release(f"{self.inflight}/{name}")
-                removed += 1
-        return removed
+        UNREADABLE_MAX_AGE_S; how many (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        return spool_repair.prune_unreadable(self, now)
 
     # -- events a full disk kept out ---------------------------------------------------------
 
@@ -387,22 +271,10 @@ class Spool:
 
     def note_lost(self, count: int = 0, reported: bool = False) -> None:
         """Count `count` messages the disk had no room for (or, `reported`, mark every one counted
-        as reported): written over the record in place, which needs no new block of the disk, so
-        it is kept where nothing else can be. Never raises."""
-        try:
-            fd = posix.open(self._lost_path, posix.O_RDWR)
-        except OSError:
-            return  # no record was made while there was room: nothing can be kept
-        try:
-            posix.lockf(fd, posix.F_LOCK, 0)
-            total, told, last = _parse_lost(posix.pread(fd, LOST_WIDTH, 0))
-            if count:
-                total, last = total + count, time.time()
-            posix.pwrite(fd, _lost_record(total, total if reported else told, last), 0)
-        except OSError:
-            pass
-        finally:
-            posix.close(fd)
+        as reported), in place; never raises (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        spool_repair.note_lost(self, count, reported)
 
     # -- appending (the hook, bus down) ------------------------------------------------------
 
@@ -515,7 +387,9 @@ class Spool:
                 # Maybe a line glued to a partial one (a writer of an earlier version, cut short
                 # by a full disk, and the next append after it): the whole message at its end is
                 # sent, the partial one before it counts as damaged.
-                head = _whole_head(line[:at], line[at + 1 : at + 256])
+                from agentwatch.emitter.spool_repair import whole_head
+
+                head = whole_head(line[:at], line[at + 1 : at + 256])
                 if head is None or len(head) != at:
                     malformed += 1
                 if head is None:
@@ -542,35 +416,10 @@ class Spool:
             want *= 2
 
     def status(self) -> SpoolStatus:
-        self.recover()
-        st = SpoolStatus(self.path)
-        self.reserve()
-        st.lost, _, st.lost_at = self.lost()
-        self.prune_unreadable()
-        st.unreadable = len(self.unreadable())
-        try:
-            fd = posix.open(self.path, posix.O_RDONLY)
-        except FileNotFoundError:
-            return st
-        try:
-            size = posix.fstat(fd).st_size
-            pos = self._read_pos()
-            pos = 0 if pos > size else pos
-            st.bytes = size - pos
-            while pos < size:
-                chunk, pos_next = self._chunks(fd, pos, size)
-                if not chunk:
-                    break
-                messages, malformed = self._parse(chunk)
-                st.malformed += malformed
-                st.count += len(messages)
-                if messages:
-                    st.oldest_id = st.oldest_id or messages[0][1]
-                    st.newest_id = messages[-1][1]
-                pos = pos_next
-        finally:
-            posix.close(fd)
-        return st
+        """What the spool holds, for `agentwatch spool status` and `doctor` (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        return spool_repair.status(self)
 
     # -- flushing ----------------------------------------------------------------------------
 
@@ -671,20 +520,6 @@ def _drain(src: int, dst: int, limit: int = 1 << 62) -> tuple[int, bytes | None]
     return size, None
 
 
-def _split_capture(data: bytes) -> tuple[bytes, bytes, bytes | None]:
-    """A capture's header as its run's rebuild takes it (the state byte, then the JSON), its
-    stdin, and the messages its run kept after it (None when it kept none)."""
-    line, _, rest = data[len(RAW_MARK) :].partition(b"\n")
-    digits = line[1 : 1 + RAW_DIGITS]
-    if line[:1] not in (READING, COMPLETE, HELD) or len(digits) != RAW_DIGITS or not digits.isdigit():
-        return line, rest, None  # an earlier version's capture: the stdin is the rest
-    header = line[:1] + line[1 + RAW_DIGITS :]
-    if line[:1] == READING:
-        return header, rest, None  # killed while it read: what it read is the rest
-    size = int(digits)
-    return header, rest[:size], (rest[size:] if line[:1] == HELD else None)
-
-
 def _write_all(fd: int, data: bytes, at: int = -1) -> None:
     """Write `data` to `fd` (at its position, or at offset `at`), however many calls it takes."""
     view = memoryview(data)
@@ -692,28 +527,6 @@ def _write_all(fd: int, data: bytes, at: int = -1) -> None:
         written = posix.write(fd, view) if at < 0 else posix.pwrite(fd, view, at)
         view = view[written:]
         at = at + written if at >= 0 else at
-
-
-def _whole_head(head: bytes, body: bytes) -> bytes | None:
-    """`SUBJECT ID` of the whole line that ends a glued one, whose body begins with `body`, from
-    the bytes before that body (`head`: the partial line, then the subject and the id); None
-    when they do not name one. The subject is the last `genie.` in `head` that holds the body's
-    agent as one of its tokens (the partial line may end in bytes a subject can hold)."""
-    before, _, msg_id = head.rpartition(b" ")
-    if not msg_id or b'"id":"' + msg_id + b'"' not in body:
-        return None
-    at = body.find(b'"agent":"') + 9
-    agent = body[at : body.find(b'"', at)] if at >= 9 else b""
-    starts = []
-    i = before.find(b"genie.")
-    while i >= 0:
-        starts.append(i)
-        i = before.find(b"genie.", i + 1)
-    for i in reversed(starts):
-        subject = before[i:]
-        if b" " not in subject and (b"." + agent + b".") in subject + b".":
-            return subject + b" " + msg_id
-    return None
 
 
 def _lost_record(count: int, reported: int, last: float) -> bytes:
@@ -737,13 +550,3 @@ def _makedirs(path: str) -> None:
 
 def _lines(messages: list[Message]) -> bytes:
     return b"".join(f"{subject} {msg_id} ".encode() + body + b"\n" for subject, msg_id, body in messages)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        posix.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
