@@ -53,6 +53,7 @@ MODULES = (
     "agentwatch.contract",
     "agentwatch.emitter",
     "agentwatch.emitter.spool",
+    "agentwatch.emitter.spoolformat",
     "agentwatch.emitter.hook",
     "agentwatch.emitter.wire",
     "agentwatch.emitter.sequence",

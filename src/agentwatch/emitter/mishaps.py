@@ -13,7 +13,7 @@ import sys
 import time
 
 from agentwatch import config
-from agentwatch.emitter.spool import COMPLETE, READING
+from agentwatch.emitter.spoolformat import COMPLETE, READING
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

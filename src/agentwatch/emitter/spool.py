@@ -32,6 +32,21 @@ from __future__ import annotations
 import posix
 import time
 
+from agentwatch.emitter.spoolformat import (
+    COMPLETE,
+    HELD,
+    LOST_NAME,
+    LOST_WIDTH,
+    RAW_DIGITS,
+    RAW_MARK,
+    READING,
+    UNREADABLE_SUFFIX,
+    drain,
+    lines,
+    lost_record,
+    parse_lost,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -42,17 +57,6 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 CHUNK_BYTES = 256 * 1024
-# An in-flight file older than this is recovered even if a process with its pid is alive (the
-# pid was reused): no hook run lives that long.
-INFLIGHT_STALE_S = 120.0
-# The first bytes of an in-flight file that holds a hook's stdin as read, then one byte: READING
-# while stdin is read into it, COMPLETE once its end was reached, HELD once the run's messages
-# follow it; then the size of the stdin kept (RAW_DIGITS digits, zeros while READING), the
-# header, a newline, the stdin, and (HELD) the messages' lines. (A capture written by an earlier
-# version has no size, and no state byte before that: its header follows the mark, whole.)
-RAW_MARK = b"#stdin "
-READING, COMPLETE, HELD = b"-", b"+", b"="
-RAW_DIGITS = 12
 # Stdin up to this size goes to disk as it is read (almost every hook payload is far smaller). A
 # larger one is kept once its messages are made: writing and reading back tens of megabytes costs
 # a run more than its deadline allows on a busy machine.
@@ -66,15 +70,6 @@ HELD_SUFFIX = ".held"
 BODY_START = b' {"v":'
 # The queue's committed position is written at this width, in place (see Spool._write_pos).
 POS_WIDTH = 20
-# The record of events a full disk kept from the spool (Spool.note_lost): made while the disk has
-# room, then only overwritten in place, which needs no new block: "count reported last-time".
-LOST_NAME = "lost"
-LOST_WIDTH = 64
-# Captures nothing could be made of (`inflight/*.unreadable`, redacted): the newest kept, for a
-# person to see (`agentwatch spool status`, `agentwatch doctor`), and none older than this.
-UNREADABLE_KEEP = 20
-UNREADABLE_MAX_AGE_S = 30 * 86400
-UNREADABLE_SUFFIX = ".unreadable"
 
 
 class Spool:
@@ -146,7 +141,7 @@ class Spool:
             except OSError:  # a full disk: no file stays behind (the run keeps stdin in memory)
                 self.release(path)
                 raise
-            size, unwritten = _drain(stdin, fd, CAPTURE_MAX_BYTES)
+            size, unwritten = drain(stdin, fd, CAPTURE_MAX_BYTES)
             raw = posix.pread(fd, size, start)
             if unwritten is None:
                 posix.pwrite(fd, COMPLETE + b"%0*d" % (RAW_DIGITS, size), len(RAW_MARK))
@@ -167,10 +162,10 @@ class Spool:
         capture `held` (marked HELD once they are all written), or in a file of their own when
         its stdin was not captured; the file's path."""
         if not held:
-            return self._write_inflight(_lines(messages), f"{self.inflight}/{posix.getpid()}{HELD_SUFFIX}")
+            return self._write_inflight(lines(messages), f"{self.inflight}/{posix.getpid()}{HELD_SUFFIX}")
         fd = posix.open(held, posix.O_WRONLY)
         try:
-            _write_all(fd, _lines(messages), posix.lseek(fd, 0, 2))  # SEEK_END
+            _write_all(fd, lines(messages), posix.lseek(fd, 0, 2))  # SEEK_END
             posix.pwrite(fd, HELD, len(RAW_MARK))
         finally:
             posix.close(fd)
@@ -249,7 +244,7 @@ class Spool:
         except OSError:  # made already (or no room: made another time)
             return
         try:
-            _write_all(fd, _lost_record(0, 0, 0.0))
+            _write_all(fd, lost_record(0, 0, 0.0))
         except OSError:
             self.release(self._lost_path)  # a record cut short would be overwritten with no block
         finally:
@@ -263,7 +258,7 @@ class Spool:
         except OSError:
             return 0, 0, 0.0
         try:
-            return _parse_lost(posix.pread(fd, LOST_WIDTH, 0))
+            return parse_lost(posix.pread(fd, LOST_WIDTH, 0))
         except OSError:
             return 0, 0, 0.0
         finally:
@@ -280,7 +275,7 @@ class Spool:
 
     def append(self, messages: list[Message]) -> bool:
         """Append `messages` as one write; False when the spool is full and they were not kept."""
-        return self._append_raw(_lines(messages))
+        return self._append_raw(lines(messages))
 
     def _append_raw(self, data: bytes) -> bool:
         try:
@@ -490,36 +485,6 @@ class Spool:
         return sent, skipped
 
 
-def _drain(src: int, dst: int, limit: int = 1 << 62) -> tuple[int, bytes | None]:
-    """Move everything `src` yields until its end to the end of file `dst`: the bytes written, and
-    None; or, when `dst` refused a write or `limit` bytes were written, the bytes read and not
-    written (the rest is left in `src`)."""
-    size = 0
-    splice = getattr(posix, "splice", None)  # Linux, Python 3.10+
-    while splice is not None:
-        if size >= limit:
-            return size, b""
-        try:
-            moved = splice(src, dst, min(1 << 20, limit - size))
-        except OSError:  # not a pipe (a socket, a file), or a full disk: read and write below
-            break
-        if not moved:
-            return size, None
-        size += moved
-    while chunk := posix.read(src, 1 << 20):
-        view = memoryview(chunk)
-        if size >= limit:
-            return size, chunk
-        try:
-            while view:
-                written = posix.write(dst, view)
-                view = view[written:]
-                size += written
-        except OSError:
-            return size, bytes(view)
-    return size, None
-
-
 def _write_all(fd: int, data: bytes, at: int = -1) -> None:
     """Write `data` to `fd` (at its position, or at offset `at`), however many calls it takes."""
     view = memoryview(data)
@@ -529,24 +494,8 @@ def _write_all(fd: int, data: bytes, at: int = -1) -> None:
         at = at + written if at >= 0 else at
 
 
-def _lost_record(count: int, reported: int, last: float) -> bytes:
-    return f"{count} {reported} {last:.3f}".encode().ljust(LOST_WIDTH - 1) + b"\n"
-
-
-def _parse_lost(data: bytes) -> tuple[int, int, float]:
-    parts = data.split()
-    try:
-        return int(parts[0]), int(parts[1]), float(parts[2])
-    except (IndexError, ValueError):
-        return 0, 0, 0.0
-
-
 def _makedirs(path: str) -> None:
     """Only where a directory is missing (a data dir's first run): os is loaded then."""
     import os
 
     os.makedirs(path, mode=0o700, exist_ok=True)
-
-
-def _lines(messages: list[Message]) -> bytes:
-    return b"".join(f"{subject} {msg_id} ".encode() + body + b"\n" for subject, msg_id, body in messages)

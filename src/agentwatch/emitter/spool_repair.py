@@ -15,7 +15,7 @@ from __future__ import annotations
 import posix
 import time
 
-from agentwatch.emitter.spool import (
+from agentwatch.emitter.spoolformat import (
     COMPLETE,
     HELD,
     INFLIGHT_STALE_S,
@@ -26,15 +26,39 @@ from agentwatch.emitter.spool import (
     UNREADABLE_KEEP,
     UNREADABLE_MAX_AGE_S,
     UNREADABLE_SUFFIX,
-    _drain,
-    _lines,
-    _lost_record,
-    _parse_lost,
+    drain,
+    lines,
+    lost_record,
+    parse_lost,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from agentwatch.emitter.spool import Spool
+    from collections.abc import Callable, Mapping
+    from typing import Protocol
+
+    Message = tuple[str, str, bytes]
+
+    class Spool(Protocol):
+        """What of emitter/spool.py's Spool these paths use (this module imports nothing of
+        spool.py, which imports it)."""
+
+        path: str
+        inflight: str
+        rebuild: Callable[[bytes, bytes], list[Message]] | None
+        environ: Mapping[str, str]
+        _lost_path: str
+
+        def release(self, held: str) -> None: ...
+        def reserve(self) -> None: ...
+        def lost(self) -> tuple[int, int, float]: ...
+        def unreadable(self) -> list[str]: ...
+        def _append_raw(self, data: bytes) -> bool: ...
+        def _write_inflight(self, data: bytes, path: str) -> str: ...
+        def _read_pos(self) -> int: ...
+        def _chunks(self, fd: int, pos: int, size: int) -> tuple[bytes, int]: ...
+        @staticmethod
+        def _parse(chunk: bytes) -> tuple[list[Message], int]: ...
 
 
 class SpoolStatus:
@@ -107,7 +131,7 @@ def resume_capture(spool: Spool, stdin: int) -> None:
         start = posix.pread(fd, 65536, 0).find(b"\n") + 1
         posix.lseek(fd, 0, 2)  # SEEK_END
         try:
-            _, unwritten = _drain(stdin, fd)
+            _, unwritten = drain(stdin, fd)
         except BlockingIOError:  # the writer is not done: the capture stays marked READING
             return
         if unwritten is None and start > 0:
@@ -139,7 +163,7 @@ def requeue(spool: Spool, claimed: str, data: bytes) -> int:
             spool.release(claimed)
             return 0
         try:
-            complete = _lines(spool.rebuild(header, raw))
+            complete = lines(spool.rebuild(header, raw))
         except Exception as exc:  # a capture nothing can be made of: kept, redacted, for a person to see
             keep_unreadable(spool, claimed, data, exc)
             return 0
@@ -198,10 +222,10 @@ def note_lost(spool: Spool, count: int = 0, reported: bool = False) -> None:
         return  # no record was made while there was room: nothing can be kept
     try:
         posix.lockf(fd, posix.F_LOCK, 0)
-        total, told, last = _parse_lost(posix.pread(fd, LOST_WIDTH, 0))
+        total, told, last = parse_lost(posix.pread(fd, LOST_WIDTH, 0))
         if count:
             total, last = total + count, time.time()
-        posix.pwrite(fd, _lost_record(total, total if reported else told, last), 0)
+        posix.pwrite(fd, lost_record(total, total if reported else told, last), 0)
     except OSError:
         pass
     finally:
