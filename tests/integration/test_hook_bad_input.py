@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentwatch.emitter.spool import COMPLETE, RAW_DIGITS, RAW_MARK, UNREADABLE_KEEP
+from agentwatch.emitter.spoolformat import COMPLETE, RAW_DIGITS, RAW_MARK, UNREADABLE_KEEP
 from tests.conftest import clean_env, hook_settled, run_cli, run_emit, tool
 from tests.services import Collector, NatsServer
 

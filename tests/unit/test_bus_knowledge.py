@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentwatch.emitter import hook
+from agentwatch.emitter import wire
 
 SERVER = "127.0.0.1:4222"
 
@@ -20,16 +20,16 @@ def test_what_a_run_learned_is_known_to_the_next_at_once(
     of the clock, and a burst of runs each asked the bus and wrote the file again)."""
     env = {"AGENTWATCH_DATA_DIR": str(tmp_path)}
     monkeypatch.setattr(time, "time", lambda: 1000.6)
-    hook.remember_bus(env, SERVER, stream)
-    assert hook.bus_knowledge(env, SERVER) is stream
-    assert hook.bus_knowledge(env, "127.0.0.1:4223") is None, "another server: nothing known"
+    wire.remember_bus(env, SERVER, stream)
+    assert wire.bus_knowledge(env, SERVER) is stream
+    assert wire.bus_knowledge(env, "127.0.0.1:4223") is None, "another server: nothing known"
 
 
 def test_knowledge_expires(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"AGENTWATCH_DATA_DIR": str(tmp_path)}
     monkeypatch.setattr(time, "time", lambda: 1000.0)
-    hook.remember_bus(env, SERVER, True)
-    hook.remember_bus(env, "127.0.0.1:4223", False)
-    assert hook.bus_knowledge(env, SERVER, now=1000.0 + hook.STREAM_KNOWN_S - 1) is True
-    assert hook.bus_knowledge(env, SERVER, now=1000.0 + hook.STREAM_KNOWN_S + 1) is None
-    assert hook.bus_knowledge(env, "127.0.0.1:4223", now=1000.0 + hook.NO_STREAM_KNOWN_S + 1) is None
+    wire.remember_bus(env, SERVER, True)
+    wire.remember_bus(env, "127.0.0.1:4223", False)
+    assert wire.bus_knowledge(env, SERVER, now=1000.0 + wire.STREAM_KNOWN_S - 1) is True
+    assert wire.bus_knowledge(env, SERVER, now=1000.0 + wire.STREAM_KNOWN_S + 1) is None
+    assert wire.bus_knowledge(env, "127.0.0.1:4223", now=1000.0 + wire.NO_STREAM_KNOWN_S + 1) is None

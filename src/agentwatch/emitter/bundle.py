@@ -1,7 +1,7 @@
 """The hook's common modules compiled into one file, which its script loads instead of importing
 each from its own `.pyc`.
 
-Every hook run loads the same fifteen modules. Imported one by one, the import system looks for
+Every hook run loads the same sixteen modules. Imported one by one, the import system looks for
 each along `sys.path`, checks its `.pyc` against its source and reads it: about 1.4 ms of CPU per
 run here, a third of what `site` costs the bare interpreter the hook is compared with. From one
 file of code objects, checked against the sources' times and sizes as a `.pyc` is, they load in
@@ -54,6 +54,7 @@ MODULES = (
     "agentwatch.contract",
     "agentwatch.emitter",
     "agentwatch.emitter.spool",
+    "agentwatch.emitter.spoolformat",
     "agentwatch.emitter.hook",
     "agentwatch.emitter.wire",
     "agentwatch.emitter.sequence",

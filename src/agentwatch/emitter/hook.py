@@ -23,6 +23,7 @@ import time
 from agentwatch import config
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, USAGE_EVENTS, encode_envelope, envelopes_from_stdin
 from agentwatch.emitter.spool import DEFAULT_MAX_BYTES, Spool
+from agentwatch.emitter.wire import bus_memory, remember_bus
 from agentwatch.harnesses import GEMINI_CLI
 
 # On the events that close a piece of work (contract.USAGE_EVENTS) the hook reads what is new in
@@ -207,73 +208,6 @@ class Publisher:
             and (self.stream != self._known or self.seen != self._seen)
         ):
             remember_bus(self.environ, self.server, self.stream, self.seen)
-
-
-# --- what the hook remembers about the bus ---------------------------------------------------
-
-# How long the hook trusts what it learned: a stream exists (then it waits for the stream's acks)
-# or no stream captures genie.> (then the server's PONG confirms). Past this it asks JetStream
-# again, in the same write as the events. A stream made or deleted meanwhile is noticed this late.
-STREAM_KNOWN_S = 60.0
-NO_STREAM_KNOWN_S = 30.0
-
-
-def _knowledge_path(environ: Mapping[str, str]) -> str:
-    return in_data_dir(environ, "bus-knowledge")
-
-
-def bus_knowledge(environ: Mapping[str, str], server: str, now: float | None = None) -> bool | None:
-    """Whether a stream captured genie.> on `server`, as learned recently; None when not known."""
-    return bus_memory(environ, server, now)[0]
-
-
-def bus_memory(environ: Mapping[str, str], server: str, now: float | None = None) -> tuple[bool | None, bool]:
-    """What bus_knowledge says, and whether a stream ever captured genie.> on `server` (a line's
-    fourth field, `1`: it does not expire)."""
-    now = time.time() if now is None else now
-    try:
-        with open(_knowledge_path(environ), "rb") as f:
-            lines = f.read(65536).decode("utf-8", "replace").splitlines()
-    except OSError:
-        return None, False
-    for line in lines:
-        parts = line.split()
-        if len(parts) in (3, 4) and parts[0] == server and parts[1] in ("0", "1"):
-            seen = parts[1] == "1" or parts[3:] == ["1"]
-            try:
-                age = now - float(parts[2])
-            except ValueError:
-                return None, seen
-            stream = parts[1] == "1"
-            return (stream if 0 <= age < (STREAM_KNOWN_S if stream else NO_STREAM_KNOWN_S) else None), seen
-    return None, False
-
-
-def remember_bus(environ: Mapping[str, str], server: str, stream: bool, seen: bool = False) -> None:
-    """Keep what was learned about `server` (atomically; other servers' lines stay): whether a
-    stream captures genie.> now, and whether one ever did (`seen`)."""
-    path = _knowledge_path(environ)
-    try:
-        with open(path, "rb") as f:
-            kept = [ln for ln in f.read(65536).decode("utf-8", "replace").splitlines()[-31:]
-                    if ln.split(" ", 1)[0] != server]  # fmt: skip
-    except OSError:
-        kept = []
-    # Not rounded: a time rounded up lies ahead of the next run's clock, which then knew nothing.
-    kept.append(f"{server} {int(stream)} {time.time():.3f}" + (" 1" if seen or stream else ""))
-    tmp = f"{path}.{posix.getpid()}"
-    try:
-        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
-        try:
-            posix.write(fd, ("\n".join(kept) + "\n").encode())
-        finally:
-            posix.close(fd)
-        posix.replace(tmp, path)
-    except OSError:  # a full disk: no temporary file stays behind
-        try:  # noqa: SIM105 - contextlib would cost the hook an import
-            posix.unlink(tmp)
-        except OSError:
-            pass
 
 
 # --- one run -----------------------------------------------------------------------------------
@@ -503,20 +437,16 @@ def _spool(
     """Keep what the bus did not confirm for a later run; what happened."""
     if not encoded:  # stopped before the messages were made: make them now, signals are off
         encoded, _ = _outgoing(raw, environ, spool, own=True)  # the transcripts wait for the next run
+    full: OSError | None = None
     try:
         kept = spool.settle(held, encoded)
-    except OSError as full:  # the disk has no room for them
+    except OSError as refused:  # the disk has no room for them
+        kept, full = False, refused
+    if not kept:  # the disk or the spool is full (emitter/mishaps.py)
         remember(False)  # the usage read may not be in what stays: read it again next time
-        if held:  # its in-flight file stays, and the next flush that has room queues it
-            log_problem(environ, "disk_full", f"the spool could not be written ({full}); kept in {held}")
-            return "deferred"
-        spool.note_lost(len(encoded))  # in place: costs the disk nothing
-        log_problem(environ, "disk_full", f"the disk is full ({full}): lost {len(encoded)} message(s)")
-        return "lost"
-    if not kept:
-        remember(False)  # the usage read was dropped with the rest: read it again next time
-        log_problem(environ, "spool_full", f"spool full ({spool.max_bytes} bytes): dropped {encoded[0][1]}")
-        return "dropped"
+        from agentwatch.emitter.mishaps import not_spooled
+
+        return not_spooled(crash_log_path(environ), spool, encoded, held, full)
     _report_lost(environ, spool)
     if isinstance(exc, Deadline):
         log_problem(environ, "deadline", "the bus did not confirm before the deadline; spooled")
@@ -532,11 +462,9 @@ def _report_lost(environ: Mapping[str, str], spool: Spool) -> None:
     report (counted in place meanwhile: Spool.note_lost), now that the disk has room."""
     count, reported, last = spool.lost()
     if count > reported:
-        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last))
-        log_problem(
-            environ, "disk_full", f"{count - reported} message(s) lost to a full disk, the last at {at}"
-        )
-        spool.note_lost(reported=True)
+        from agentwatch.emitter.mishaps import report_lost
+
+        report_lost(crash_log_path(environ), spool, count - reported, last)
 
 
 def _is_unreachable(exc: BaseException) -> bool:
@@ -555,31 +483,24 @@ def _read_stdin(environ: Mapping[str, str], spool: Spool, host: str) -> tuple[by
     try:
         return spool.capture_stdin(fd, _capture_header(environ, host))
     except OSError:  # the spool cannot be written: the run finds out again, and logs it, when it spools
-        pass
-    chunks = []
-    try:
-        while chunk := posix.read(fd, 1 << 20):
-            chunks.append(chunk)
-    except OSError:
-        pass
-    return b"".join(chunks), ""
+        from agentwatch.emitter.mishaps import read_all
+
+        return read_all(fd), ""
 
 
 def _names_as_text(environ: Mapping[str, str]) -> Mapping[str, str]:
     """`environ` with GENIE_AGENT_NAME and GENIE_TEAM as text: bytes of theirs that are not UTF-8
-    (which the environment holds as lone surrogates, as os.environ decodes them) become U+FFFD.
-    Kept as they came, they could not be written as UTF-8, and the run lost its event."""
-    fixed = {}
+    (which the environment holds as lone surrogates, as os.environ decodes them) become U+FFFD
+    (emitter/mishaps.py). Kept as they came, they could not be written as UTF-8, and the run lost
+    its event."""
     for name in ("GENIE_AGENT_NAME", "GENIE_TEAM"):
-        value = environ.get(name)
-        if value and not value.isascii():
-            try:
-                text = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            except UnicodeEncodeError:  # a surrogate no decoding made: nothing of it is text
-                text = value.encode("utf-8", "replace").decode("utf-8")
-            if text != value:
-                fixed[name] = text
-    return {**environ, **fixed} if fixed else environ
+        try:
+            environ.get(name, "").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: bytes that are not UTF-8
+            from agentwatch.emitter.mishaps import names_as_text
+
+            return names_as_text(environ)
+    return environ
 
 
 def harness_argument(argv: Sequence[str]) -> str:
@@ -620,12 +541,9 @@ def run_hook(
     except Deadline:
         _quiet()
         log_problem(env, "deadline", f"hook run exceeded its {deadline_s * 1000:.0f} ms deadline")
-        if not read:
-            from agentwatch.emitter.mishaps import rescue
+        from agentwatch.emitter.mishaps import after_deadline
 
-            rescue(spool or spool_for(env), lambda: _capture_header(env, _hostname()))
-        elif spool is not None:  # it came in run() before its own handler: the capture is whole
-            spool.queue_own_capture()
+        after_deadline(spool or spool_for(env), read, lambda: _capture_header(env, _hostname()))
         return "deadline"
     except Exception as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)

@@ -1,5 +1,6 @@
 """The hook's rarer paths, loaded only when a run takes one: the crash log, a run the deadline
-caught before its messages were on disk, and the messages of a run killed before it made them.
+caught before its messages were on disk, the messages of a run killed before it made them,
+messages a full disk or a full spool did not take, and agent names that are not UTF-8.
 
 Apart from emitter/hook.py so that a run that takes none of them (almost every run) does not load
 their code: every hook run unmarshals the code of the modules it imports (emitter/bundle.py).
@@ -13,7 +14,7 @@ import sys
 import time
 
 from agentwatch import config
-from agentwatch.emitter.spool import COMPLETE, READING
+from agentwatch.emitter.spoolformat import COMPLETE, READING
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -135,3 +136,62 @@ def rescue(spool: Spool, header: Callable[[], bytes]) -> None:
     except OSError:  # BlockingIOError included: what was read is in the capture, marked READING
         pass
     spool.queue_own_capture()
+
+
+def not_spooled(path: str, spool: Spool, encoded: list[Message], held: str, full: OSError | None) -> str:
+    """The spool did not take a run's messages `encoded`: the disk is full (`full`), or the spool
+    is (None). Logged in the crash log at `path`; what happened."""
+    if full is None:
+        log_problem(path, "spool_full", f"spool full ({spool.max_bytes} bytes): dropped {encoded[0][1]}")
+        return "dropped"
+    if held:  # its in-flight file stays, and the next flush that has room queues it
+        log_problem(path, "disk_full", f"the spool could not be written ({full}); kept in {held}")
+        return "deferred"
+    spool.note_lost(len(encoded))  # in place: costs the disk nothing
+    log_problem(path, "disk_full", f"the disk is full ({full}): lost {len(encoded)} message(s)")
+    return "lost"
+
+
+def report_lost(path: str, spool: Spool, count: int, last: float) -> None:
+    """Say in the crash log at `path` that a full disk kept `count` messages from the spool since
+    the last report, the last at `last`, and mark every one counted as reported."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last))
+    log_problem(path, "disk_full", f"{count} message(s) lost to a full disk, the last at {at}")
+    spool.note_lost(reported=True)
+
+
+def names_as_text(environ: Mapping[str, str]) -> Mapping[str, str]:
+    """`environ` with GENIE_AGENT_NAME and GENIE_TEAM as text, where a lone surrogate shows one
+    holds bytes that are not UTF-8 (emitter/hook.py: _names_as_text): those become U+FFFD."""
+    fixed = {}
+    for name in ("GENIE_AGENT_NAME", "GENIE_TEAM"):
+        value = environ.get(name)
+        if value and not value.isascii():
+            try:
+                text = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            except UnicodeEncodeError:  # a surrogate no decoding made: nothing of it is text
+                text = value.encode("utf-8", "replace").decode("utf-8")
+            if text != value:
+                fixed[name] = text
+    return {**environ, **fixed} if fixed else environ
+
+
+def after_deadline(spool: Spool, read: bool, header: Callable[[], bytes]) -> None:
+    """Keep what a run the deadline caught had: its stdin, rescued (`read` False: caught while it
+    read it), or its capture queued (caught in emitter/hook.py's run before its own handler: the
+    capture is whole)."""
+    if not read:
+        rescue(spool, header)
+    else:
+        spool.queue_own_capture()
+
+
+def read_all(fd: int) -> bytes:
+    """What `fd` holds until its end, in memory (a run whose capture could not be written)."""
+    chunks = []
+    try:
+        while chunk := posix.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError:
+        pass
+    return b"".join(chunks)

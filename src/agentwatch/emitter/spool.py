@@ -32,25 +32,31 @@ from __future__ import annotations
 import posix
 import time
 
+from agentwatch.emitter.spoolformat import (
+    COMPLETE,
+    HELD,
+    LOST_NAME,
+    LOST_WIDTH,
+    RAW_DIGITS,
+    RAW_MARK,
+    READING,
+    UNREADABLE_SUFFIX,
+    drain,
+    lines,
+    lost_record,
+    parse_lost,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+
+    from agentwatch.emitter.spool_repair import SpoolStatus
 
     Message = tuple[str, str, bytes]
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 CHUNK_BYTES = 256 * 1024
-# An in-flight file older than this is recovered even if a process with its pid is alive (the
-# pid was reused): no hook run lives that long.
-INFLIGHT_STALE_S = 120.0
-# The first bytes of an in-flight file that holds a hook's stdin as read, then one byte: READING
-# while stdin is read into it, COMPLETE once its end was reached, HELD once the run's messages
-# follow it; then the size of the stdin kept (RAW_DIGITS digits, zeros while READING), the
-# header, a newline, the stdin, and (HELD) the messages' lines. (A capture written by an earlier
-# version has no size, and no state byte before that: its header follows the mark, whole.)
-RAW_MARK = b"#stdin "
-READING, COMPLETE, HELD = b"-", b"+", b"="
-RAW_DIGITS = 12
 # Stdin up to this size goes to disk as it is read (almost every hook payload is far smaller). A
 # larger one is kept once its messages are made: writing and reading back tens of megabytes costs
 # a run more than its deadline allows on a busy machine.
@@ -64,42 +70,6 @@ HELD_SUFFIX = ".held"
 BODY_START = b' {"v":'
 # The queue's committed position is written at this width, in place (see Spool._write_pos).
 POS_WIDTH = 20
-# The record of events a full disk kept from the spool (Spool.note_lost): made while the disk has
-# room, then only overwritten in place, which needs no new block: "count reported last-time".
-LOST_NAME = "lost"
-LOST_WIDTH = 64
-# Captures nothing could be made of (`inflight/*.unreadable`, redacted): the newest kept, for a
-# person to see (`agentwatch spool status`, `agentwatch doctor`), and none older than this.
-UNREADABLE_KEEP = 20
-UNREADABLE_MAX_AGE_S = 30 * 86400
-UNREADABLE_SUFFIX = ".unreadable"
-
-
-class SpoolStatus:
-    __slots__ = (
-        "bytes",
-        "count",
-        "lost",
-        "lost_at",
-        "malformed",
-        "newest_id",
-        "oldest_id",
-        "path",
-        "unreadable",
-    )
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.count = 0
-        self.bytes = 0
-        self.malformed = 0
-        self.oldest_id = ""
-        self.newest_id = ""
-        # Messages a full disk kept from the spool (ever), and when the last was; captures nothing
-        # could be made of (`inflight/*.unreadable`, redacted, kept for a person to see).
-        self.lost = 0
-        self.lost_at = 0.0
-        self.unreadable = 0
 
 
 class Spool:
@@ -171,7 +141,7 @@ class Spool:
             except OSError:  # a full disk: no file stays behind (the run keeps stdin in memory)
                 self.release(path)
                 raise
-            size, unwritten = _drain(stdin, fd, CAPTURE_MAX_BYTES)
+            size, unwritten = drain(stdin, fd, CAPTURE_MAX_BYTES)
             raw = posix.pread(fd, size, start)
             if unwritten is None:
                 posix.pwrite(fd, COMPLETE + b"%0*d" % (RAW_DIGITS, size), len(RAW_MARK))
@@ -192,10 +162,10 @@ class Spool:
         capture `held` (marked HELD once they are all written), or in a file of their own when
         its stdin was not captured; the file's path."""
         if not held:
-            return self._write_inflight(_lines(messages), f"{self.inflight}/{posix.getpid()}{HELD_SUFFIX}")
+            return self._write_inflight(lines(messages), f"{self.inflight}/{posix.getpid()}{HELD_SUFFIX}")
         fd = posix.open(held, posix.O_WRONLY)
         try:
-            _write_all(fd, _lines(messages), posix.lseek(fd, 0, 2))  # SEEK_END
+            _write_all(fd, lines(messages), posix.lseek(fd, 0, 2))  # SEEK_END
             posix.pwrite(fd, HELD, len(RAW_MARK))
         finally:
             posix.close(fd)
@@ -232,105 +202,24 @@ class Spool:
         return kept
 
     def recover(self) -> int:
-        """Queue the in-flight messages of hook runs that ended without settling (killed); how many."""
-        try:
-            names = posix.listdir(self.inflight)
-        except FileNotFoundError:
-            return 0
-        moved = 0
-        now = time.time()
-        for name in names:
-            if name.startswith("."):  # an earlier version's retired file (confirmed messages)
-                continue
-            path = f"{self.inflight}/{name}"
-            try:
-                if _alive(int(name.split(".", 1)[0])) and now - posix.stat(path).st_mtime < INFLIGHT_STALE_S:
-                    continue
-                if name.endswith(".unreadable"):
-                    continue
-                if name.endswith(".tmp"):  # a write that never finished
-                    self.release(path)
-                    continue
-                # Claimed by a rename, so two recovering processes never queue it twice; a claim
-                # by a process that then died carries that pid and is recovered in turn.
-                claimed = f"{self.inflight}/{posix.getpid()}.r{name.replace('.', '_')}"
-                posix.rename(path, claimed)
-                with open(claimed, "rb") as f:
-                    data = f.read()
-            except (ValueError, IndexError, OSError):
-                continue
-            try:
-                moved += self._requeue(claimed, data)
-            except OSError:  # a full disk: the claimed file stays, and is recovered later
-                continue
-        return moved
+        """Queue the in-flight messages of hook runs that ended without settling (killed); how many
+        (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        return spool_repair.recover(self)
 
     def resume_capture(self, stdin: int) -> None:
-        """Add what `stdin` holds now to this process's capture, without waiting (`stdin` is
-        non-blocking), and mark it complete if its end was reached."""
-        fd = posix.open(f"{self.inflight}/{posix.getpid()}", posix.O_RDWR)
-        try:
-            start = posix.pread(fd, 65536, 0).find(b"\n") + 1
-            posix.lseek(fd, 0, 2)  # SEEK_END
-            try:
-                _, unwritten = _drain(stdin, fd)
-            except BlockingIOError:  # the writer is not done: the capture stays marked READING
-                return
-            if unwritten is None and start > 0:
-                size = posix.lseek(fd, 0, 1) - start  # SEEK_CUR: the end
-                posix.pwrite(fd, COMPLETE + b"%0*d" % (RAW_DIGITS, size), len(RAW_MARK))
-        finally:
-            posix.close(fd)
+        """Add what `stdin` holds now to this process's capture, without waiting; mark it complete if
+        its end was reached (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        spool_repair.resume_capture(self, stdin)
 
     def queue_own_capture(self) -> int:
-        """Queue this process's own capture now: its run ran out of time before it made its
-        messages (a capture still marked READING becomes the event that says so); how many."""
-        path = f"{self.inflight}/{posix.getpid()}"
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            return 0
-        return self._requeue(path, data) if data.startswith(RAW_MARK) else 0
+        """Queue this process's own capture now, its messages unmade (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
 
-    def _requeue(self, claimed: str, data: bytes) -> int:
-        """Queue what one in-flight file holds; how many messages."""
-        header, raw, held = _split_capture(data) if data.startswith(RAW_MARK) else (b"", b"", data)
-        if held is None:
-            if self.rebuild is None:
-                return 0  # left for a recovery that can make its messages
-            if header.startswith(READING) and not raw:  # stopped before a byte came: nothing to keep
-                self.release(claimed)
-                return 0
-            try:
-                complete = _lines(self.rebuild(header, raw))
-            except Exception as exc:  # a capture nothing can be made of: kept, redacted, for a person to see
-                self._keep_unreadable(claimed, data, exc)
-                return 0
-        else:
-            complete = held[: held.rfind(b"\n") + 1]  # a run killed mid-write left a partial line
-        if complete:
-            self._append_raw(complete)
-        self.release(claimed)
-        return complete.count(b"\n")
-
-    def _keep_unreadable(self, claimed: str, data: bytes, exc: BaseException) -> None:
-        """Keep a capture nothing could be made of as `*.unreadable`, its secrets taken out (as an
-        event's are), after a line that says why; the oldest such files beyond UNREADABLE_KEEP, or
-        older than UNREADABLE_MAX_AGE_S, go. Where the redacted copy cannot be written (a full
-        disk), the capture is dropped and counted as lost: never kept as it came."""
-        from agentwatch.envsecrets import redact_environment
-        from agentwatch.redact import redact_text
-
-        text, count = redact_text(data.decode("utf-8", "replace"))
-        text, count = redact_environment(text, count, self.environ)
-        why = f"# unreadable: {type(exc).__name__}: {str(exc)[:200]}".replace("\n", " ")
-        try:
-            self._write_inflight(f"{why}\n{text}".encode("utf-8", "replace"), claimed + UNREADABLE_SUFFIX)
-        except OSError:
-            self.note_lost(1)
-        self.release(claimed)
-        self.prune_unreadable()
+        return spool_repair.queue_own_capture(self)
 
     def unreadable(self) -> list[str]:
         """The names of the captures kept as unreadable."""
@@ -341,21 +230,10 @@ class Spool:
 
     def prune_unreadable(self, now: float | None = None) -> int:
         """Remove the unreadable captures beyond the newest UNREADABLE_KEEP or older than
-        UNREADABLE_MAX_AGE_S; how many."""
-        now = time.time() if now is None else now
-        aged = []
-        for name in self.unreadable():
-            try:
-                aged.append((posix.stat(f"{self.inflight}/{name}").st_mtime, name))
-            except OSError:
-                continue
-        aged.sort(reverse=True)
-        removed = 0
-        for i, (mtime, name) in enumerate(aged):
-            if i >= UNREADABLE_KEEP or now - mtime > UNREADABLE_MAX_AGE_S:
-                self.release(f"{self.inflight}/{name}")
-                removed += 1
-        return removed
+        UNREADABLE_MAX_AGE_S; how many (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        return spool_repair.prune_unreadable(self, now)
 
     # -- events a full disk kept out ---------------------------------------------------------
 
@@ -366,7 +244,7 @@ class Spool:
         except OSError:  # made already (or no room: made another time)
             return
         try:
-            _write_all(fd, _lost_record(0, 0, 0.0))
+            _write_all(fd, lost_record(0, 0, 0.0))
         except OSError:
             self.release(self._lost_path)  # a record cut short would be overwritten with no block
         finally:
@@ -380,7 +258,7 @@ class Spool:
         except OSError:
             return 0, 0, 0.0
         try:
-            return _parse_lost(posix.pread(fd, LOST_WIDTH, 0))
+            return parse_lost(posix.pread(fd, LOST_WIDTH, 0))
         except OSError:
             return 0, 0, 0.0
         finally:
@@ -388,28 +266,16 @@ class Spool:
 
     def note_lost(self, count: int = 0, reported: bool = False) -> None:
         """Count `count` messages the disk had no room for (or, `reported`, mark every one counted
-        as reported): written over the record in place, which needs no new block of the disk, so
-        it is kept where nothing else can be. Never raises."""
-        try:
-            fd = posix.open(self._lost_path, posix.O_RDWR)
-        except OSError:
-            return  # no record was made while there was room: nothing can be kept
-        try:
-            posix.lockf(fd, posix.F_LOCK, 0)
-            total, told, last = _parse_lost(posix.pread(fd, LOST_WIDTH, 0))
-            if count:
-                total, last = total + count, time.time()
-            posix.pwrite(fd, _lost_record(total, total if reported else told, last), 0)
-        except OSError:
-            pass
-        finally:
-            posix.close(fd)
+        as reported), in place; never raises (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        spool_repair.note_lost(self, count, reported)
 
     # -- appending (the hook, bus down) ------------------------------------------------------
 
     def append(self, messages: list[Message]) -> bool:
         """Append `messages` as one write; False when the spool is full and they were not kept."""
-        return self._append_raw(_lines(messages))
+        return self._append_raw(lines(messages))
 
     def _append_raw(self, data: bytes) -> bool:
         try:
@@ -516,7 +382,9 @@ class Spool:
                 # Maybe a line glued to a partial one (a writer of an earlier version, cut short
                 # by a full disk, and the next append after it): the whole message at its end is
                 # sent, the partial one before it counts as damaged.
-                head = _whole_head(line[:at], line[at + 1 : at + 256])
+                from agentwatch.emitter.spool_repair import whole_head
+
+                head = whole_head(line[:at], line[at + 1 : at + 256])
                 if head is None or len(head) != at:
                     malformed += 1
                 if head is None:
@@ -543,35 +411,10 @@ class Spool:
             want *= 2
 
     def status(self) -> SpoolStatus:
-        self.recover()
-        st = SpoolStatus(self.path)
-        self.reserve()
-        st.lost, _, st.lost_at = self.lost()
-        self.prune_unreadable()
-        st.unreadable = len(self.unreadable())
-        try:
-            fd = posix.open(self.path, posix.O_RDONLY)
-        except FileNotFoundError:
-            return st
-        try:
-            size = posix.fstat(fd).st_size
-            pos = self._read_pos()
-            pos = 0 if pos > size else pos
-            st.bytes = size - pos
-            while pos < size:
-                chunk, pos_next = self._chunks(fd, pos, size)
-                if not chunk:
-                    break
-                messages, malformed = self._parse(chunk)
-                st.malformed += malformed
-                st.count += len(messages)
-                if messages:
-                    st.oldest_id = st.oldest_id or messages[0][1]
-                    st.newest_id = messages[-1][1]
-                pos = pos_next
-        finally:
-            posix.close(fd)
-        return st
+        """What the spool holds, for `agentwatch spool status` and `doctor` (emitter/spool_repair.py)."""
+        from agentwatch.emitter import spool_repair
+
+        return spool_repair.status(self)
 
     # -- flushing ----------------------------------------------------------------------------
 
@@ -642,50 +485,6 @@ class Spool:
         return sent, skipped
 
 
-def _drain(src: int, dst: int, limit: int = 1 << 62) -> tuple[int, bytes | None]:
-    """Move everything `src` yields until its end to the end of file `dst`: the bytes written, and
-    None; or, when `dst` refused a write or `limit` bytes were written, the bytes read and not
-    written (the rest is left in `src`)."""
-    size = 0
-    splice = getattr(posix, "splice", None)  # Linux, Python 3.10+
-    while splice is not None:
-        if size >= limit:
-            return size, b""
-        try:
-            moved = splice(src, dst, min(1 << 20, limit - size))
-        except OSError:  # not a pipe (a socket, a file), or a full disk: read and write below
-            break
-        if not moved:
-            return size, None
-        size += moved
-    while chunk := posix.read(src, 1 << 20):
-        view = memoryview(chunk)
-        if size >= limit:
-            return size, chunk
-        try:
-            while view:
-                written = posix.write(dst, view)
-                view = view[written:]
-                size += written
-        except OSError:
-            return size, bytes(view)
-    return size, None
-
-
-def _split_capture(data: bytes) -> tuple[bytes, bytes, bytes | None]:
-    """A capture's header as its run's rebuild takes it (the state byte, then the JSON), its
-    stdin, and the messages its run kept after it (None when it kept none)."""
-    line, _, rest = data[len(RAW_MARK) :].partition(b"\n")
-    digits = line[1 : 1 + RAW_DIGITS]
-    if line[:1] not in (READING, COMPLETE, HELD) or len(digits) != RAW_DIGITS or not digits.isdigit():
-        return line, rest, None  # an earlier version's capture: the stdin is the rest
-    header = line[:1] + line[1 + RAW_DIGITS :]
-    if line[:1] == READING:
-        return header, rest, None  # killed while it read: what it read is the rest
-    size = int(digits)
-    return header, rest[:size], (rest[size:] if line[:1] == HELD else None)
-
-
 def _write_all(fd: int, data: bytes, at: int = -1) -> None:
     """Write `data` to `fd` (at its position, or at offset `at`), however many calls it takes."""
     view = memoryview(data)
@@ -695,56 +494,8 @@ def _write_all(fd: int, data: bytes, at: int = -1) -> None:
         at = at + written if at >= 0 else at
 
 
-def _whole_head(head: bytes, body: bytes) -> bytes | None:
-    """`SUBJECT ID` of the whole line that ends a glued one, whose body begins with `body`, from
-    the bytes before that body (`head`: the partial line, then the subject and the id); None
-    when they do not name one. The subject is the last `genie.` in `head` that holds the body's
-    agent as one of its tokens (the partial line may end in bytes a subject can hold)."""
-    before, _, msg_id = head.rpartition(b" ")
-    if not msg_id or b'"id":"' + msg_id + b'"' not in body:
-        return None
-    at = body.find(b'"agent":"') + 9
-    agent = body[at : body.find(b'"', at)] if at >= 9 else b""
-    starts = []
-    i = before.find(b"genie.")
-    while i >= 0:
-        starts.append(i)
-        i = before.find(b"genie.", i + 1)
-    for i in reversed(starts):
-        subject = before[i:]
-        if b" " not in subject and (b"." + agent + b".") in subject + b".":
-            return subject + b" " + msg_id
-    return None
-
-
-def _lost_record(count: int, reported: int, last: float) -> bytes:
-    return f"{count} {reported} {last:.3f}".encode().ljust(LOST_WIDTH - 1) + b"\n"
-
-
-def _parse_lost(data: bytes) -> tuple[int, int, float]:
-    parts = data.split()
-    try:
-        return int(parts[0]), int(parts[1]), float(parts[2])
-    except (IndexError, ValueError):
-        return 0, 0, 0.0
-
-
 def _makedirs(path: str) -> None:
     """Only where a directory is missing (a data dir's first run): os is loaded then."""
     import os
 
     os.makedirs(path, mode=0o700, exist_ok=True)
-
-
-def _lines(messages: list[Message]) -> bytes:
-    return b"".join(f"{subject} {msg_id} ".encode() + body + b"\n" for subject, msg_id, body in messages)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        posix.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -4,6 +4,8 @@ INFO, CONNECT, HPUB with a Nats-Msg-Id header, PING, PONG: the PONG proves the s
 message sent before it. One connection, no reconnects, every wait bounded by the caller's
 deadline. User/password and token come from the URL; `tls://` (or a server that requires TLS)
 upgrades the socket after INFO. NKEY and creds files fall back to nats-py (see fallback.py).
+What the hook learned about a server (does a stream capture genie.>?) is kept between its runs in
+the data dir (`bus_memory`, `remember_bus`).
 
 Standard library only, and built on `_socket` rather than `socket`, whose import builds enums
 that would cost the hook a noticeable share of its start-up time.
@@ -16,13 +18,13 @@ import posix
 import time
 
 from agentwatch import __version__
-from agentwatch.config import ServerURL
+from agentwatch.config import ServerURL, data_dir
 from agentwatch.contract import DEFAULT_MAX_PAYLOAD, MSG_ID_HEADER
 from agentwatch.jsonfast import dumps, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
     # (subject, message id, body)
@@ -408,3 +410,70 @@ def _stream_found(head: bytes, body: bytes) -> bool | None:
     if not isinstance(reply, dict) or reply.get("error") is not None:  # JetStream's API error object
         return None
     return bool(reply.get("streams"))
+
+
+# --- what the hook remembers about the bus, between runs ------------------------------------------
+
+# How long the hook trusts what it learned: a stream exists (then it waits for the stream's acks)
+# or no stream captures genie.> (then the server's PONG confirms). Past this it asks JetStream
+# again, in the same write as the events. A stream made or deleted meanwhile is noticed this late.
+STREAM_KNOWN_S = 60.0
+NO_STREAM_KNOWN_S = 30.0
+
+
+def _knowledge_path(environ: Mapping[str, str]) -> str:
+    return f"{data_dir(environ).rstrip('/')}/bus-knowledge"
+
+
+def bus_knowledge(environ: Mapping[str, str], server: str, now: float | None = None) -> bool | None:
+    """Whether a stream captured genie.> on `server`, as learned recently; None when not known."""
+    return bus_memory(environ, server, now)[0]
+
+
+def bus_memory(environ: Mapping[str, str], server: str, now: float | None = None) -> tuple[bool | None, bool]:
+    """What bus_knowledge says, and whether a stream ever captured genie.> on `server` (a line's
+    fourth field, `1`: it does not expire)."""
+    now = time.time() if now is None else now
+    try:
+        with open(_knowledge_path(environ), "rb") as f:
+            lines = f.read(65536).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None, False
+    for line in lines:
+        parts = line.split()
+        if len(parts) in (3, 4) and parts[0] == server and parts[1] in ("0", "1"):
+            seen = parts[1] == "1" or parts[3:] == ["1"]
+            try:
+                age = now - float(parts[2])
+            except ValueError:
+                return None, seen
+            stream = parts[1] == "1"
+            return (stream if 0 <= age < (STREAM_KNOWN_S if stream else NO_STREAM_KNOWN_S) else None), seen
+    return None, False
+
+
+def remember_bus(environ: Mapping[str, str], server: str, stream: bool, seen: bool = False) -> None:
+    """Keep what was learned about `server` (atomically; other servers' lines stay): whether a
+    stream captures genie.> now, and whether one ever did (`seen`)."""
+    path = _knowledge_path(environ)
+    try:
+        with open(path, "rb") as f:
+            kept = [ln for ln in f.read(65536).decode("utf-8", "replace").splitlines()[-31:]
+                    if ln.split(" ", 1)[0] != server]  # fmt: skip
+    except OSError:
+        kept = []
+    # Not rounded: a time rounded up lies ahead of the next run's clock, which then knew nothing.
+    kept.append(f"{server} {int(stream)} {time.time():.3f}" + (" 1" if seen or stream else ""))
+    tmp = f"{path}.{posix.getpid()}"
+    try:
+        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
+        try:
+            posix.write(fd, ("\n".join(kept) + "\n").encode())
+        finally:
+            posix.close(fd)
+        posix.replace(tmp, path)
+    except OSError:  # a full disk: no temporary file stays behind
+        try:  # noqa: SIM105 - contextlib would cost the hook an import
+            posix.unlink(tmp)
+        except OSError:
+            pass
