@@ -187,7 +187,7 @@ def test_search_and_export_narrowed_to_a_person_or_repository(
         messages.append((subject, env["id"], encode_envelope(env)))
 
     async def publish() -> None:
-        nc = await nats.connect(pipeline["AGENTWATCH_NATS_URL"])
+        nc = await nats.connect(bus_login(pipeline), inbox_prefix=HOOK_INBOX)  # up's hook login
         for subject, event_id, body in messages:
             await nc.jetstream().publish(subject, body, headers={"Nats-Msg-Id": event_id})
         await nc.close()
