@@ -257,6 +257,7 @@ def assert_names_and_no_content(spans: list[Json], played: dict[str, list[Json]]
 
 def test_an_exporter_killed_mid_export_leaves_each_span_once(phoenix: str, tmp_path: Path) -> None:
     server = NatsServer(tmp_path / "nats").start()
+    exporters: list[Service] = []  # stopped whatever the test finds: none outlives it
     try:
         # Sessions close as lost after 20 s without an event, not 8: a demo slowed by a busy machine
         # must not leave a gap the exporter (on its clock) and this tracer (at once) see apart.
@@ -264,6 +265,7 @@ def test_an_exporter_killed_mid_export_leaves_each_span_once(phoenix: str, tmp_p
             tmp_path, phoenix, server.url, AGENTWATCH_ACK_WAIT_SECONDS="3", AGENTWATCH_LOST_AFTER_S="20"
         )
         first = Service(["otel-export"], env)
+        exporters.append(first)
         first.wait_ready(60)
         result = run_cli("demo", "--rate", "0", "--count", "3000", "--seed", "3939", env=env)
         assert result.returncode == 0, result.stderr
@@ -273,6 +275,7 @@ def test_an_exporter_killed_mid_export_leaves_each_span_once(phoenix: str, tmp_p
             time.sleep(0.5)
         first.kill()
         second = Service(["otel-export"], env)
+        exporters.append(second)
         second.wait_ready(60)
         envelopes = stream_envelopes(server.url)
         tracer = Tracer(lost_after_s=20)
@@ -284,8 +287,10 @@ def test_an_exporter_killed_mid_export_leaves_each_span_once(phoenix: str, tmp_p
         assert len(got) == len(set(got))
         assert set(got) == {f"{s.span_id:016x}" for s in expected}
         assert all(not s.get("parent_id") or s["parent_id"] in set(got) for s in spans)
-        second.stop()
     finally:
+        for exporter in exporters:
+            if exporter.proc.poll() is None:
+                exporter.kill()
         server.stop()
 
 
