@@ -280,7 +280,11 @@ def test_a_stop_publishes_the_new_usage_of_its_transcripts(
     """Stop reads the session's transcript and its subagents'; the next Stop finds nothing new."""
     server, collector = bus
     main = PROJECTS / "-home-dev-lab-proj" / "27e556a2-de12-4c72-b5fd-a64ef0b73d15.jsonl"
-    env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=server.url)
+    # A generous deadline: on a loaded machine reading two transcripts can pass the 400 ms default,
+    # and the run then spools (tested on its own below) instead of publishing.
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=server.url, AGENTWATCH_DEADLINE_MS="3000"
+    )
     payload = {"hook_event_name": "Stop", "session_id": main.stem, "transcript_path": str(main), "cwd": "/p"}
     assert run_emit(json.dumps(payload).encode(), env).returncode == 0
     messages = collector.wait_for(15)
