@@ -188,15 +188,27 @@ class Roster:
                 self._new += 1
         return agent
 
+    def _sender(self, key: AgentKey) -> AgentKey | None:
+        """The key of the agent of `key`'s scope and name on whatever host (None: there is none)."""
+        return next((k for k in self._agents if k[1] == key[1] and k[2] == key[2]), None)
+
     def apply(
         self, env: Mapping[str, Any], line: FeedLine | None = None, *, count: bool = True, note: bool = True
     ) -> Agent | None:
         """One event of the agent it names. `count`: a live event the store's answer does not hold
-        (its counts, state and last time); `note`: it goes into the agent's timeline and activity."""
+        (its counts, state and last time); otherwise a stored one, noted only for an agent the
+        roster has; `note`: it goes into the agent's timeline and activity."""
         name = env.get("agent")
         if not isinstance(name, str) or not name:
             return None
         key = key_of(env)
+        if not count and key not in self._agents:
+            # A stored event: the store's answer holds its agent, or the agent is beyond the
+            # window (not shown). A stored message names no host: its sender by scope and name.
+            found = self._sender(key) if not key[0] else None
+            if found is None:
+                return None
+            key = found
         at = line.at if line is not None else envelope_time(env)
         agent = self._agent(key)
         for attr, field_name in _DESCRIBED:
