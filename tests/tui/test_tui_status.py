@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agentwatch.store import live_roster
 from agentwatch.store.answer import Answer, HistoryUnreachable
 from agentwatch.tui.app import AgentwatchApp
 from agentwatch.tui.roster import Roster
@@ -15,9 +16,12 @@ from agentwatch.tui.status import Segment, fit, harness_mark
 from tests.tui.test_tui_alerts import alert
 from tests.tui.test_tui_app import (
     BASE,
+    COST_COLUMNS,
+    HOUR_COLUMNS,
     FakeHistory,
     FakeLive,
     answer,
+    cost_row,
     painted,
     status_text,
     team_traffic,
@@ -32,10 +36,12 @@ class CostlyStore(FakeHistory):
     """A store whose figures include what the last hour cost and a team's cost."""
 
     def query(self, sql: str, params: Any = None) -> Answer:
-        if "'hour' AS what" in sql:
-            columns = ("what", "host", "scope", "name", "usd", "usd_with_subagents", "tokens", "unpriced")
-            return answer(columns, [("hour", "", "", "2026-11-18 10:00:00", 12.5, 12.5, 90_000, 0),
-                                    ("team", "", "", "session-5e55105e", 9.75, 9.75, 80_000, 0)])  # fmt: skip
+        if sql == live_roster.HOUR_SQL:
+            return answer(HOUR_COLUMNS, [("2026-11-18 10:00:00", 9, 12.5, 0, 90_000)])
+        if sql == live_roster.COSTS_SQL:
+            lead = self._model().agents()[0]  # an agent of the roster: no agent of usage alone
+            row = cost_row(lead.scope, lead.name, "", "session-5e55105e", 9.75, 80_000, host=lead.host)
+            return answer(COST_COLUMNS, [row])
         return super().query(sql, params)
 
 

@@ -84,7 +84,9 @@ DASHBOARD_COSTS_SQL = (
     "GROUP BY host, scope, parent) AS s "
     "ON s.host = a.host AND s.scope = a.scope AND s.parent = toString(a.agent) "
     "UNION ALL "
-    f"SELECT 'team' AS what, '' AS host, '' AS scope, toString(team) AS name, {_PRICE} AS usd, "
+    # A UNION takes its column names from its first SELECT. Named host and scope here, the empty
+    # strings were what this WHERE read as host and scope, and it found no team.
+    f"SELECT 'team' AS what, '' AS no_host, '' AS no_scope, toString(team) AS name, {_PRICE} AS usd, "
     f"{_PRICE} AS usd_with_subagents, {_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced "
     f"FROM agent_cost_rollup WHERE team != '' AND {_IN_WINDOW} GROUP BY team HAVING sum(api_calls) > 0 "
     "UNION ALL "

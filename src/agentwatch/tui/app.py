@@ -66,6 +66,7 @@ from agentwatch.tui.store_side import (
     StoreSide,
     TruthFailed,
     TruthIn,
+    TruthSame,
 )
 from agentwatch.tui.table import Cell, Table
 from agentwatch.tui.views import AgentScreen, TeamScreen
@@ -252,13 +253,18 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     def refresh_truth(self) -> None:
         """Ask the store for its answer again (unless the last question is still out)."""
         if self.history is not None and (asked := self.state.ask_truth()) is not None:
-            self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s)
+            since = self.state.truth_since()
+            self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s, since)
 
     @on(TruthIn)
     def _truth_in(self, message: TruthIn) -> None:
         if self.state.take_truth(message.value) and self.history is not None:
             self.load_history(self.history_rows)
         self._dirty = True
+
+    @on(TruthSame)
+    def _truth_same(self, _message: TruthSame) -> None:
+        self.state.truth_same()
 
     @on(TruthFailed)
     def _truth_failed(self, message: TruthFailed) -> None:

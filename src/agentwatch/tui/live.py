@@ -15,6 +15,7 @@ stay in time order; what waited is taken at the next `drain`.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -99,6 +100,9 @@ class LiveState:
         self.store_ok = not stored
         self.store_text = "store: not asked yet" if stored else "no store: live events only"
         self.truth_asked = self.truth_in_once = self.costs_due = False
+        # The store's mark at its last whole answer, and when that came (time.monotonic()).
+        self.mark: tuple[Any, ...] | None = None
+        self.mark_at = 0.0
         # How the live view is shown: set by its keys, read by its paint.
         self.paused = self.show_folded = False
         self.follow, self.sort, self.filter = True, SORTS[0], FeedFilter()
@@ -184,10 +188,22 @@ class LiveState:
         self.truth_asked = True
         return self.unconfirmed.ids(truth.STORED_CHECK_MAX)
 
+    def truth_since(self) -> tuple[Any, ...] | None:
+        """The mark a refresh may stop at (its answer unchanged), or None: ask for everything."""
+        if self.mark is None or time.monotonic() - self.mark_at >= truth.FULL_EVERY_SECONDS:
+            return None
+        return self.mark
+
+    def truth_same(self) -> None:
+        """The store's mark did not move: nothing it holds changed, the last answer stands."""
+        self.truth_asked = False
+        self.store_ok = True
+
     def take_truth(self, answer: truth.Truth) -> bool:
         """The store's answer in place of every figure, then the live events it does not hold
         counted on top; True for its first answer (the history is asked then)."""
         self.truth_asked = False
+        self.mark, self.mark_at = answer.mark, time.monotonic()
         self.store_ok = True
         truth.take(answer, self.roster, self.team, self.unconfirmed)
         self.alerts.load(answer.alerts)
