@@ -3592,8 +3592,9 @@ LEFT JOIN (SELECT session_id, max(owner) AS owner FROM session_owner GROUP BY se
 --     python -m agentwatch.store.calls_sql > src/agentwatch/store/schema/022_call_outcomes.sql
 -- Edit that table, not this file, and regenerate; a test fails when this is not current.
 --
--- tool_calls (018) and tool_calls_since (010), their queries unchanged, with the outcome names
--- written from that table: running, ok, error, interrupted, denied.
+-- The views that name an outcome, each query as the migration that last defined it has it
+-- (tool_calls: 018_time_windows.sql, tool_calls_since: 010_call_rollup.sql),
+-- with the names written from that table: running, ok, error, interrupted, denied.
 CREATE OR REPLACE VIEW tool_calls ON CLUSTER '{cluster}' AS
 WITH
     shapes AS (
@@ -3687,8 +3688,7 @@ FROM
 LEFT JOIN
 (
     SELECT
-        session_id, tool_use_id, toString(argMin(agent, ended)) AS agent,
-        toString(argMin(team, ended)) AS team,
+        session_id, tool_use_id, toString(argMin(agent, ended)) AS agent, toString(argMin(team, ended)) AS team,
         argMin(agent_id, ended) AS agent_id, toString(argMin(host, ended)) AS host,
         toString(argMin(tool, ended)) AS tool, argMin(text, ended) AS text
     FROM loose_calls FINAL
@@ -3696,8 +3696,6 @@ LEFT JOIN
     GROUP BY session_id, tool_use_id
 ) AS o ON o.session_id = p.session_id AND o.tool_use_id = p.tool_use_id;
 
--- tool_calls_since(since = ...): the `tool_calls` columns for the calls that started at or after
--- `since`, from that window of call_rollup only (010 says how).
 CREATE OR REPLACE VIEW tool_calls_since ON CLUSTER '{cluster}' AS
 WITH split AS (
     SELECT call FROM call_rollup

@@ -92,7 +92,6 @@ CALL_RUNNING, CALL_OK, CALL_ERROR, CALL_INTERRUPTED, CALL_DENIED = (
     "denied",
 )
 CALL_OUTCOMES: tuple[str, ...] = (CALL_RUNNING, CALL_OK, CALL_ERROR, CALL_INTERRUPTED, CALL_DENIED)
-CALL_ORPHAN = "orphan"
 CALL_ENDS: dict[str, str] = {
     "PostToolUse": CALL_OK,
     "PostToolUseFailure": CALL_ERROR,

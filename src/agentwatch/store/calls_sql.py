@@ -3,24 +3,29 @@
     python -m agentwatch.store.calls_sql > src/agentwatch/store/schema/022_call_outcomes.sql
 
 call_rollup keeps a call's outcome as a number, its position in agents.CALL_OUTCOMES; the
-`tool_calls` and `tool_calls_since` views name it (`status`). This module writes those names from
-agents.py into the migration that defines both views (their queries are 018's and 010's, which
-say how they pair a call with its result). tests/unit/test_generated_sql.py fails when the file is
-not what this prints. An applied migration never changes: a later change of the names goes into a
-new file made the same way (point OUTPUT at it).
+`tool_calls` and `tool_calls_since` views name it (`status`). This module writes the migration
+that defines both views again: each query as the migration that last defined it has it (SOURCES,
+which say how a call is paired with its result), its outcome names written from agents.py.
+tests/unit/test_call_outcomes.py fails when the file is not what this prints. An applied
+migration never changes: a later change of the names goes into a new file made the same way
+(point OUTPUT at it).
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
 
 from agentwatch import agents
 from agentwatch.store.agents_sql import quote
+from agentwatch.store.migrations import SCHEMA_DIR, split_statements
 
 OUTPUT = "src/agentwatch/store/schema/022_call_outcomes.sql"
 COMMAND = f"python -m agentwatch.store.calls_sql > {OUTPUT}"
+# Each view that names an outcome, and the migration that last defined its query.
+SOURCES = (("tool_calls", "018_time_windows.sql"), ("tool_calls_since", "010_call_rollup.sql"))
+# A list of names indexed by an outcome number: `['running', ...][outcome + 1]`.
+_NAMES = re.compile(r"\[(?:'[a-z_]+', )*'[a-z_]+'\]\[(?P<outcome>[^\[\]]+) \+ 1\]")
 
 
 def status_sql(outcome: str) -> str:
@@ -29,166 +34,32 @@ def status_sql(outcome: str) -> str:
     return f"[{names}][{outcome} + 1]"
 
 
-_TEMPLATE = """\
--- GENERATED from agentwatch/agents.py (CALL_OUTCOMES: a tool call's outcome by its number in
--- call_rollup) by
---     @COMMAND@
--- Edit that table, not this file, and regenerate; a test fails when this is not current.
---
--- tool_calls (018) and tool_calls_since (010), their queries unchanged, with the outcome names
--- written from that table: @OUTCOMES@.
-
-CREATE OR REPLACE VIEW tool_calls AS
-WITH
-    shapes AS (
-        SELECT
-            call,
-            countIf(called) AS calls,
-            countIf(NOT called) AS results,
-            minIf(hour, called) AS call_hour,
-            maxIf(hour, NOT called) AS result_hour
-        FROM loose_calls FINAL
-        GROUP BY call
-    ),
-    simple AS (
-        SELECT call FROM shapes
-        WHERE (calls = 1 AND results = 0) OR (calls = 1 AND results = 1 AND result_hour > call_hour)
-    ),
-    complex AS (
-        SELECT call FROM shapes
-        WHERE NOT ((calls = 1 AND results = 0) OR (calls = 1 AND results = 1 AND result_hour > call_hour))
-    )
-SELECT
-    session_id,
-    tool_use_id,
-    toString(agent) AS agent,
-    toString(team) AS team,
-    toString(agent_id) AS agent_id,
-    toString(host) AS host,
-    toString(tool) AS tool,
-    toString(text) AS text,
-    CAST(at AS Nullable(DateTime64(3, 'UTC'))) AS started,
-    CAST(ended AS Nullable(DateTime64(3, 'UTC'))) AS ended,
-    coalesce(CAST(duration_ms AS Nullable(Int64)), dateDiff('millisecond', started, ended)) AS duration_ms,
-    @STATUS:outcome@ AS status,
-    toString(error) AS error
-FROM call_rollup FINAL
-WHERE called AND outcome > 0 AND call NOT IN (SELECT call FROM loose_calls FINAL)
-UNION ALL
-SELECT
-    session_id,
-    tool_use_id,
-    toString(argMin(agent, NOT called)) AS agent,
-    toString(argMin(team, NOT called)) AS team,
-    argMin(agent_id, NOT called) AS agent_id,
-    toString(argMin(host, NOT called)) AS host,
-    toString(argMin(tool, NOT called)) AS tool,
-    argMin(text, NOT called) AS text,
-    CAST(min(started) AS Nullable(DateTime64(3, 'UTC'))) AS started,
-    max(ended) AS ended,
-    coalesce(max(duration_ms), dateDiff('millisecond', started, ended)) AS duration_ms,
-    @STATUS:max(outcome)@ AS status,
-    max(error) AS error
-FROM loose_calls FINAL
-WHERE call IN simple
-GROUP BY session_id, tool_use_id
-UNION ALL
-SELECT
-    p.session_id AS session_id,
-    p.tool_use_id AS tool_use_id,
-    if(p.called, p.agent, o.agent) AS agent,
-    if(p.called, p.team, o.team) AS team,
-    if(p.called, p.agent_id, o.agent_id) AS agent_id,
-    if(p.called, p.host, o.host) AS host,
-    if(p.called, p.tool, o.tool) AS tool,
-    if(p.called, p.text, o.text) AS text,
-    p.started AS started,
-    p.ended AS ended,
-    coalesce(p.duration_ms, dateDiff('millisecond', p.started, p.ended)) AS duration_ms,
-    if(p.called, @STATUS:p.outcome@, @ORPHAN@) AS status,
-    p.error AS error
-FROM
-(
-    SELECT
-        session_id,
-        tool_use_id,
-        max(called) AS called,
-        toString(max(agent)) AS agent,
-        toString(max(team)) AS team,
-        toString(max(agent_id)) AS agent_id,
-        toString(max(host)) AS host,
-        toString(max(tool)) AS tool,
-        toString(max(text)) AS text,
-        CAST(min(started) AS Nullable(DateTime64(3, 'UTC'))) AS started,
-        CAST(max(ended) AS Nullable(DateTime64(3, 'UTC'))) AS ended,
-        CAST(max(duration_ms) AS Nullable(Int64)) AS duration_ms,
-        max(outcome) AS outcome,
-        toString(max(error)) AS error
-    FROM call_rollup
-    WHERE call IN complex
-    GROUP BY session_id, tool_use_id
-) AS p
-LEFT JOIN
-(
-    SELECT
-        session_id, tool_use_id, toString(argMin(agent, ended)) AS agent,
-        toString(argMin(team, ended)) AS team,
-        argMin(agent_id, ended) AS agent_id, toString(argMin(host, ended)) AS host,
-        toString(argMin(tool, ended)) AS tool, argMin(text, ended) AS text
-    FROM loose_calls FINAL
-    WHERE NOT called
-    GROUP BY session_id, tool_use_id
-) AS o ON o.session_id = p.session_id AND o.tool_use_id = p.tool_use_id;
-
--- tool_calls_since(since = ...): the `tool_calls` columns for the calls that started at or after
--- `since`, from that window of call_rollup only (010 says how).
-CREATE OR REPLACE VIEW tool_calls_since AS
-WITH split AS (
-    SELECT call FROM call_rollup
-    WHERE hour >= toStartOfHour({since:DateTime64(3, 'UTC')}) AND NOT (called AND outcome > 0)
-)
-SELECT
-    session_id, tool_use_id, agent, team, agent_id, host, tool, text, started, ended,
-    coalesce(duration_ms, dateDiff('millisecond', started, ended)) AS duration_ms,
-    @STATUS:outcome@ AS status,
-    error
-FROM call_rollup
-WHERE hour >= toStartOfHour({since:DateTime64(3, 'UTC')}) AND called AND outcome > 0
-    AND started >= {since:DateTime64(3, 'UTC')} AND call NOT IN split
-UNION ALL
-SELECT
-    r.session_id AS session_id,
-    r.tool_use_id AS tool_use_id,
-    max(r.agent) AS agent,
-    max(r.team) AS team,
-    max(r.agent_id) AS agent_id,
-    max(r.host) AS host,
-    max(r.tool) AS tool,
-    max(r.text) AS text,
-    min(r.started) AS started,
-    max(r.ended) AS ended,
-    coalesce(max(r.duration_ms), dateDiff('millisecond', started, ended)) AS duration_ms,
-    @STATUS:max(r.outcome)@ AS status,
-    max(r.error) AS error
-FROM call_rollup AS r
-WHERE r.hour >= toStartOfHour({since:DateTime64(3, 'UTC')}) AND r.call IN split
-GROUP BY r.session_id, r.tool_use_id
-HAVING max(r.called) AND started >= {since:DateTime64(3, 'UTC')};
-"""
+def view_sql(view: str, source: str) -> str:
+    """`CREATE OR REPLACE VIEW view` as `source` writes it, without its comments, each outcome
+    named from agents.CALL_OUTCOMES."""
+    head = f"CREATE OR REPLACE VIEW {view} AS"
+    for statement in split_statements(SCHEMA_DIR.joinpath(source).read_text(encoding="utf-8")):
+        code = "\n".join(line for line in statement.splitlines() if not line.startswith("--"))
+        if code.startswith(head + "\n"):
+            return _NAMES.sub(lambda found: status_sql(found.group("outcome")), code)
+    raise LookupError(f"{source} defines no view {view}")
 
 
 def render() -> str:
     """The whole migration file."""
-    text = _TEMPLATE.replace("@COMMAND@", COMMAND).replace("@OUTCOMES@", ", ".join(agents.CALL_OUTCOMES))
-    text = text.replace("@ORPHAN@", quote(agents.CALL_ORPHAN))
-    return re.sub(r"@STATUS:([^@]+)@", lambda found: status_sql(found.group(1)), text)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    del argv
-    sys.stdout.write(render())
-    return 0
+    lines = [
+        "-- GENERATED from agentwatch/agents.py (CALL_OUTCOMES: a tool call's outcome by its number in",
+        "-- call_rollup) by",
+        f"--     {COMMAND}",
+        "-- Edit that table, not this file, and regenerate; a test fails when this is not current.",
+        "--",
+        "-- The views that name an outcome, each query as the migration that last defined it has it",
+        f"-- ({', '.join(f'{v}: {s}' for v, s in SOURCES)}),",
+        f"-- with the names written from that table: {', '.join(agents.CALL_OUTCOMES)}.",
+    ]
+    views = [view_sql(view, source) + ";" for view, source in SOURCES]
+    return "\n".join(lines) + "\n\n" + "\n\n".join(views) + "\n"
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.stdout.write(render())
