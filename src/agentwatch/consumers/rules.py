@@ -49,7 +49,13 @@ DATA_EVENTS = frozenset(
 
 
 def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    """Unix seconds as the bus carries an alert's times (`2026-11-24T09:00:00.123Z`)."""
+    return wire_time(datetime.fromtimestamp(t, UTC))
+
+
+def wire_time(when: datetime) -> str:
+    """An aware datetime as the bus carries an alert's times."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def parse_time(value: object) -> float:
@@ -150,11 +156,13 @@ class Engine:
 
     def restore(self, alerts: Iterable[Mapping[str, Any]]) -> None:
         """Alerts that were firing when the service stopped (from the store): they are not fired
-        again; the next tick resolves the ones whose condition is gone."""
+        again; the next tick resolves the ones whose condition is gone. A time the store gave as
+        a datetime is written once as the bus carries it, so an alert resolves as it fired."""
         for alert in alerts:
             key = str(alert.get("key") or alert.get("details", {}).get("key", ""))
             if key:
-                self.firing[key] = dict(alert)
+                times = {f: wire_time(t) for f in ("since", "at") if isinstance(t := alert.get(f), datetime)}
+                self.firing[key] = {**alert, **times}
 
     def observe(self, env: Mapping[str, Any], now: float = 0.0) -> None:
         """Take one event envelope (`tick` then says what changed)."""
