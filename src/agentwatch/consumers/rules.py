@@ -1,10 +1,12 @@
 """The watchdog's rules: plain Python over event envelopes (dicts), no bus and no store.
 
-`Engine.observe(envelope)` updates bounded state per agent, session and host; `Engine.tick(now)`
-evaluates the time-based conditions. Both return the alert changes (firing or resolved) they
-caused. An alert is identified by its rule and what it is about (a tool call, an agent, a host);
-its id also carries the time the condition began, so the same condition seen again after a
-restart has the same id, and the table and the bus keep one copy.
+The rules and their typed limits (what the rules file sets) are consumers/rulebook.py's `Rules`;
+this module evaluates them. `Engine.observe(envelope)` updates bounded state per agent, session
+and host; `Engine.take(envelope, now)` does the same and returns the alerts the event completes
+(EVENT_RULES); `Engine.tick(now)` evaluates every condition and returns the alert changes (firing
+or resolved) since the last tick. An alert is identified by its rule and what it is about (a tool
+call, an agent, a host); its id also carries the time the condition began, so the same condition
+seen again after a restart has the same id, and the table and the bus keep one copy.
 
 Each rule: firing once its condition holds, resolved when it clears, and not firing again for the
 same subject within `cooldown_s` of a resolution (a flapping condition does not flood).
