@@ -107,7 +107,7 @@ class Exporter:
             raise ValueError("AGENTWATCH_OTLP_EXPORT_URL is not set: where should the spans go?")
         self.url = url
         self.tracer = Tracer(
-            lost_after_s=float(config.number(environ, "AGENTWATCH_LOST_AFTER_S", 600)),
+            lost_after_s=float(config.lost_after_s(environ)),
             content=config.flag(environ, "AGENTWATCH_OTLP_EXPORT_CONTENT"),
         )
         self.resource = Resource.create(

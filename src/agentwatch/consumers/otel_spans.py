@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from agentwatch.agents import LOST_AFTER_S
 from agentwatch.redact import redact_text
 
 Attrs = dict[str, str | int | float | bool]
@@ -119,7 +120,7 @@ class Tracer:
     def __init__(
         self,
         *,
-        lost_after_s: float = 600.0,
+        lost_after_s: float = LOST_AFTER_S,
         content: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

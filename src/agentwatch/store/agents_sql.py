@@ -20,14 +20,15 @@ OUTPUT = "src/agentwatch/store/schema/012_agents.sql"
 COMMAND = f"python -m agentwatch.store.agents_sql > {OUTPUT}"
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
+    """A string literal in SQL."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _in(column: str, values: Sequence[str]) -> str:
     if len(values) == 1:
-        return f"{column} = {_quote(values[0])}"
-    return f"{column} IN ({', '.join(_quote(v) for v in values)})"
+        return f"{column} = {quote(values[0])}"
+    return f"{column} IN ({', '.join(quote(v) for v in values)})"
 
 
 def scope_sql(team: str = "team", session_id: str = "session_id") -> str:
@@ -60,21 +61,21 @@ def state_case_sql(event: str, note: str) -> str:
     lines = []
     for events, notes, state in branches:
         condition = _in(event, events) + (f" AND {_in(note, notes)}" if notes else "")
-        lines.append(f"{condition}, {_quote(state)}")
+        lines.append(f"{condition}, {quote(state)}")
     body = ",\n            ".join(lines)
-    return f"multiIf(\n            {body},\n            {_quote(agents.INITIAL)}\n        )"
+    return f"multiIf(\n            {body},\n            {quote(agents.INITIAL)}\n        )"
 
 
 def shown_state_sql(state: str, silent_s: str, lost_after_s: str = str(agents.LOST_AFTER_S)) -> str:
     """agents.shown_state() in SQL, at the default LOST_AFTER_S (or an SQL expression: a parameter)."""
     return (
-        f"if({state} != {_quote(agents.STOPPED)} AND {silent_s} > {lost_after_s}, "
-        f"{_quote(agents.LOST)}, {state})"
+        f"if({state} != {quote(agents.STOPPED)} AND {silent_s} > {lost_after_s}, "
+        f"{quote(agents.LOST)}, {state})"
     )
 
 
 def tool_states_sql() -> str:
-    return ", ".join(_quote(s) for s in sorted(agents.TOOL_STATES))
+    return ", ".join(quote(s) for s in sorted(agents.TOOL_STATES))
 
 
 _TEMPLATE = """\
@@ -406,7 +407,7 @@ def _filled(text: str, lost_after_s: str = str(agents.LOST_AFTER_S)) -> str:
         "@STATE_CASE@": state_case_sql("s.1", "s.2"),
         "@SHOWN_STATE@": shown_state_sql("raw_state", "silent_s", lost_after_s),
         "@TOOL_STATES@": tool_states_sql(),
-        "@INITIAL@": _quote(agents.INITIAL),
+        "@INITIAL@": quote(agents.INITIAL),
         "@LOST_AFTER@": str(agents.LOST_AFTER_S),
         "@NOTE_FIELD@": agents.NOTE_FIELD,
         "@IS_ERROR@": _in("event", agents.ERROR_EVENTS),

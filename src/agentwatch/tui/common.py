@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 from agentwatch.agents import FAILED, IDLE, LOST, STOPPED, THINKING, WAITING, WORKING
+from agentwatch.tui.model import DENIED, FAILED_CALL, OK, RUNNING
 
 
 class Pacer:
@@ -118,7 +119,7 @@ class Palette:
             "task_created": secondary,
             "task_completed": secondary,
         }
-        self.status = {"ok": ok, "running": warn, "failed": f"bold {err}", "denied": warn}
+        self.status = {OK: ok, RUNNING: warn, FAILED_CALL: f"bold {err}", DENIED: warn}
         self.error = f"bold {err}"
         self.good = ok
 
