@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from agentwatch.agents import LOST_AFTER_S
+from agentwatch import config
 from agentwatch.store import door_queries, live_roster, queries
 from agentwatch.store.answer import Answer, plain_rows
 from agentwatch.store.queries import Query
@@ -148,7 +148,8 @@ TIMELINE_COLUMNS = ("timestamp", "event", "agent", "peer", "tool_name", "text", 
 
 def roster(reader: Reader, args: Mapping[str, Any]) -> dict[str, Any]:
     limit = _int(args, "limit", ROSTER_ROWS, queries.ROSTER_LIMIT)
-    window = live_roster.read(lambda q: _ask(reader, q), limit, LOST_AFTER_S)
+    lost_after_s = config.lost_after_s(config.environ_now())  # the dashboard's setting
+    window = live_roster.read(lambda q: _ask(reader, q), limit, lost_after_s)
     rows = [tuple(r.get(c) for c in ROSTER_COLUMNS) for r in window.roster]
     answer = Answer(columns=ROSTER_COLUMNS, types=("",) * len(ROSTER_COLUMNS), rows=rows)
     total = {"agents": window.agents_total, "events": window.events_total}
