@@ -16,10 +16,11 @@ import pytest
 from agentwatch.consumers.otel_export import Exporter
 from agentwatch.contract import encode_envelope, envelopes_from_stdin
 from agentwatch.demo.simulator import TeamSimulator
+from agentwatch.emitter.harness_logs import read_chat
 from agentwatch.emitter.nesting import in_memory
 from agentwatch.emitter.transcripts import read_transcript
 from agentwatch.emitter.usage import Source, reading_envelopes, subagent_source
-from tests.conftest import CAPTURES, harness_payloads, load_fixture_file, transcript_sessions
+from tests.conftest import CAPTURES, GEMINI_LOGS, harness_payloads, load_fixture_file, transcript_sessions
 
 Json = dict[str, Any]
 # The attributes the exporter may send: the GenAI conventions' (open-telemetry/semantic-conventions
@@ -61,6 +62,14 @@ def played() -> list[tuple[str, bytes]]:
         for src in [Source(str(main), who)] + [subagent_source(str(p), context, {}) for p in subagents]:
             reading = read_transcript(src.path, subagent_id=src.subagent_id)
             out += [(s, encode_envelope(e)) for s, e in reading_envelopes(reading, src, int(at * 1000))]
+    for chat in sorted(
+        GEMINI_LOGS.glob("tmp/*/chats/session-*.jsonl")
+    ):  # Gemini's usage, as its hook reads it
+        session = json.loads(chat.read_text().splitlines()[0])["sessionId"]
+        who = {"agent": f"main-{session[:8]}", "team": "", "parent_agent": "", "agent_id": "",
+               "agent_type": "", "session_id": session, "host": "h1", "cwd": "/proj"}  # fmt: skip
+        reading = read_chat(str(chat))
+        out += [(s, encode_envelope(e)) for s, e in reading_envelopes(reading, Source(str(chat), who))]
     return out
 
 
@@ -116,6 +125,11 @@ def test_every_attribute_name_is_the_conventions_or_agentwatchs(
     names = {name for a in spans for name in a}
     assert {n for n in names if n not in CONVENTION and not n.startswith("agentwatch.")} == set()
     assert ("gen_ai.tool.call.result" in names) is content and ("gen_ai.input.messages" in names) is content
+    chats = [a for a in spans if a["gen_ai.operation.name"] == "chat"]
+    reasons = {
+        (a["gen_ai.provider.name"], r) for a in chats for r in a.get("gen_ai.response.finish_reasons", ())
+    }
+    assert ("gcp.gemini", "STOP") in reasons, reasons  # (Gemini's, from its AfterModel hook)
 
 
 def test_without_content_no_prompt_or_tool_io_is_in_any_attribute(bodies: list[tuple[str, bytes]]) -> None:

@@ -159,3 +159,35 @@ def test_a_prompt_is_sent_redacted_with_content_and_not_at_all_without() -> None
 def test_the_same_usage_again_is_one_chat_span() -> None:
     tracer = Tracer()
     assert len(run(tracer, [SESSION[5], SESSION[5]])) == 1
+
+
+def test_finish_reasons_where_the_harness_says_them() -> None:
+    """Claude Code's in the usage envelope; Gemini's on the last AfterModel chunk (normalised to
+    PostModelRequest), matched to the usage record with the same tokens; none otherwise."""
+    claude = {**SESSION[5], "stop_reason": "end_turn"}
+    (chat,) = run(Tracer(), [claude])
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("end_turn",)
+    gemini = {"harness": "gemini-cli", "session_id": "g-1", "agent": "main-g"}
+    chunk = env(
+        1,
+        "PostModelRequest",
+        **gemini,
+        data={
+            "llm_response": {
+                "candidates": [{"finishReason": "STOP", "index": 0}],
+                "usageMetadata": {
+                    "promptTokenCount": 1037,
+                    "candidatesTokenCount": 73,
+                    "totalTokenCount": 1126,
+                },
+            }
+        },
+    )
+    usage = {"kind": "usage", "model": "gemini-3-pro", "message_id": "gm1", "input_tokens": 1037 - 256,
+             "cache_read_input_tokens": 256, "output_tokens": 73 + 16, "reasoning_tokens": 16}  # fmt: skip
+    other = {**usage, "message_id": "gm2", "output_tokens": 50}
+    tracer = Tracer()
+    spans = run(tracer, [env(0, "SessionStart", **gemini), chunk, env(2, "Usage", **gemini, **usage),
+                         env(3, "Usage", **gemini, **other)])  # fmt: skip
+    assert [s.attributes.get("gen_ai.response.finish_reasons") for s in spans] == [("STOP",), None]
+    assert tracer.reasons == {}

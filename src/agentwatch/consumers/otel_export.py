@@ -56,7 +56,7 @@ from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all, in_progress_all
 from agentwatch.consumers.batch import batch_as_is, raw_batch
-from agentwatch.consumers.otel_spans import Point, Span, Tracer
+from agentwatch.consumers.otel_spans import GEMINI, Point, Span, Tracer
 from agentwatch.contract import ALL_SUBJECTS
 
 log = logging.getLogger("agentwatch.otel")
@@ -234,6 +234,9 @@ class Exporter:
             except orjson.JSONDecodeError:
                 continue
             if type(env) is dict:
+                if cut > 0 and env.get("event") == "PostModelRequest" and env.get("harness") == GEMINI:
+                    with contextlib.suppress(orjson.JSONDecodeError):  # (its finish reason is in `data`)
+                        env = orjson.loads(body)
                 self.events += 1
                 out.extend(take(env))
         return out

@@ -42,6 +42,9 @@ MESSAGE_KIND = "message"
 CONTENT_MAX = 8192
 # An event stamped further than this ahead of the local clock does not move event time on.
 FUTURE_S = 300
+# Gemini's finish reasons waiting for their usage record, at most (oldest dropped first).
+REASONS_KEPT = 4096
+GEMINI = "gemini-cli"
 
 
 def trace_id_of(session_id: str) -> int:
@@ -137,6 +140,9 @@ class Tracer:
         # read from the transcripts at SessionEnd and so sent after it, goes under their root.
         self.ended: dict[str, tuple[str, int]] = {}
         self.points: list[Point] = []  # metric observations not yet handed over
+        # Gemini's finish reasons by (session, input tokens with cached, output tokens without
+        # thoughts): its AfterModel hook says them, its chat log (the usage records) does not.
+        self.reasons: dict[tuple[str, int, int], str] = {}
 
     # -- intake --------------------------------------------------------------------------------
 
@@ -162,6 +168,8 @@ class Tracer:
         agent_id = env.get("agent_id")
         if event == "UserPromptSubmit" and self.content:
             self._prompt(s, _data(env).get("prompt"))
+        elif event == "PostModelRequest" and s.harness == GEMINI:
+            self._gemini_reason(session_id, env)
         if event == "SubagentStop" and agent_id not in s.agents:
             return []  # a stop again: nothing open to end
         parent = self._agent(s, agent_id, env, at) if isinstance(agent_id, str) and agent_id else 0
@@ -359,6 +367,22 @@ class Tracer:
         self.points.append(Point("gen_ai.execute_tool.duration", _seconds(span), attrs))
         return span
 
+    def _gemini_reason(self, session_id: str, env: Mapping[str, Any]) -> None:
+        """The finish reason of a Gemini response's last chunk, kept for its usage record (the
+        same tokens: the prompt's, tool prompts' included, and the candidates')."""
+        response = _data(env).get("llm_response")
+        if not isinstance(response, dict):
+            return
+        usage, candidates = response.get("usageMetadata"), response.get("candidates")
+        if not (isinstance(usage, dict) and isinstance(candidates, list) and candidates):
+            return
+        reason = candidates[0].get("finishReason") if isinstance(candidates[0], dict) else None
+        if isinstance(reason, str) and reason:
+            prompt = _count(usage.get("promptTokenCount")) + _count(usage.get("toolUsePromptTokenCount"))
+            self.reasons[(session_id, prompt, _count(usage.get("candidatesTokenCount")))] = reason
+            while len(self.reasons) > REASONS_KEPT:
+                del self.reasons[next(iter(self.reasons))]
+
     def _prompt(self, s: _Session, value: object) -> None:
         """A user prompt of `s`, redacted, kept while its prompts come to CONTENT_MAX characters
         (the first ones: what the session was asked)."""
@@ -401,7 +425,10 @@ class Tracer:
             attrs["gen_ai.usage.reasoning.output_tokens"] = counts["reasoning_tokens"]
         if env.get("message_id"):
             attrs["gen_ai.response.id"] = str(env["message_id"])
-        reason = env.get("stop_reason")
+        reason = env.get("stop_reason")  # (Claude Code's transcripts say it per message)
+        if not (isinstance(reason, str) and reason) and self.reasons:
+            output = counts["output_tokens"] - counts["reasoning_tokens"]
+            reason = self.reasons.pop((s.session_id, counts["input_tokens"] + read, output), "")
         if isinstance(reason, str) and reason:
             attrs["gen_ai.response.finish_reasons"] = (reason,)
         span_id = span_id_of("chat", s.session_id, key if key != "|" else str(env.get("id", "")))
