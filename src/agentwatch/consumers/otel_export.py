@@ -8,7 +8,7 @@ is the batch acknowledged: a batch the backend did not take is sent again, and s
 from what they stand for make the repeat the same spans. On start the sessions still open are
 rebuilt from the stream (what this durable acknowledged in the minute, or twice
 AGENTWATCH_LOST_AFTER_S, before its last acknowledgement), without sending again what they
-finished.
+finished; what it had handed out unacknowledged is then sent in order before anything newer.
 
 A session is ended as lost by event time, as the store judges it (consumers/otel_spans.py): once
 an event of any session is more than AGENTWATCH_LOST_AFTER_S past its last one. When the bus is
@@ -150,6 +150,7 @@ class Exporter:
         self.events = 0
         self.failures = 0
         self.came = time.monotonic()  # when the last batch came (the newest event time with it)
+        self.ready = asyncio.Event()  # set once the open sessions are rebuilt (OtelService.start)
 
     # -- the SDK's objects ---------------------------------------------------------------------
 
@@ -261,6 +262,7 @@ class Exporter:
         translated already (delivered again while the backend kept its export waiting past the
         ack wait) is acknowledged without being translated twice: deliveries come in stream order,
         so it is one at or below the highest sequence taken."""
+        await self.ready.wait()
         fresh: list[tuple[str, bytes]] = []
         if msgs and _sequence(msgs[0]) > self.taken:  # the usual batch: all new (one look each end)
             fresh = [(m.subject, m.data) for m in msgs]
@@ -290,19 +292,13 @@ class Exporter:
 
     async def rebuild(self, js: JetStreamContext) -> int:
         """What was open when this durable stopped, from the stream: the messages it acknowledged
-        within the lost window before the last of them, replayed without sending (their finished
-        spans were sent)."""
+        in the rebuild window before the last of them, replayed without sending (their finished
+        spans were sent); then `catch_up`. Returns the number replayed."""
         try:
             info = await js.consumer_info(bus.STREAM_NAME, DURABLE)
             last = int(info.ack_floor.stream_seq or 0)
-            if last < 1:
-                return 0
-            since = time.time()
-            with contextlib.suppress(NotFoundError):  # (gone from the stream: from now, then)
-                taken = (await js.get_msg(bus.STREAM_NAME, last)).time
-                since = taken.timestamp() if taken else since
-            since -= max(REBUILD_S, 2 * self.tracer.lost_after_s) + TICK_S
-            msgs = await bus.read_range(js, 1, last, since=since)
+            handed = int(info.delivered.stream_seq or 0)
+            msgs = await bus.read_range(js, 1, last, since=await self._window(js, last)) if last else []
         except Exception as exc:  # no durable yet, or the bus away: start empty
             log.warning("otel-export: nothing rebuilt from the stream (%s)", exc)
             return 0
@@ -311,7 +307,29 @@ class Exporter:
                 env = orjson.loads(msg.data)
                 if type(env) is dict:
                     self.tracer.replay(env)
+        if handed > last:
+            await self.catch_up(js, last + 1, handed)
         return len(msgs)
+
+    async def _window(self, js: JetStreamContext, last: int) -> float:
+        since = time.time()
+        with contextlib.suppress(NotFoundError):  # (gone from the stream: from now, then)
+            taken = (await js.get_msg(bus.STREAM_NAME, last)).time
+            since = taken.timestamp() if taken else since
+        return since - max(REBUILD_S, 2 * self.tracer.lost_after_s) - TICK_S
+
+    async def catch_up(self, js: JetStreamContext, first: int, last: int) -> None:
+        """The messages `first`..`last` the durable handed out and saw no acknowledgement of (an
+        exporter stopped with them in hand), translated and sent now, in order: the bus would
+        deliver them again only after their ack wait, behind newer ones, and a session's events
+        out of order are another session. Their new deliveries are then acknowledged as taken."""
+        try:
+            msgs = await bus.read_range(js, first, last)
+        except Exception as exc:  # (then they come again, later: as before)
+            log.warning("otel-export: the messages in hand at the last stop were not read (%s)", exc)
+            return
+        await self.deliver(self.translate([(m.subject, m.data) for m in msgs]))
+        self.taken = max(self.taken, last)
 
     def shutdown(self) -> None:
         self.closed = True
@@ -371,10 +389,18 @@ class OtelService:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, js: JetStreamContext) -> None:
-        rebuilt = await self.exporter.rebuild(js)
-        log.info("otel-export: %d messages replayed to rebuild the open sessions", rebuilt)
+        """The rebuild and then the lost timer, in a task: the collector is ready meanwhile (a
+        backend away does not hold it), and batches fetched before the rebuild ends wait for it."""
+        self._task = asyncio.create_task(self._run(js), name="agentwatch-otel-lost")
+
+    async def _run(self, js: JetStreamContext) -> None:
+        try:
+            rebuilt = await self.exporter.rebuild(js)
+            log.info("otel-export: %d messages replayed to rebuild the open sessions", rebuilt)
+        finally:
+            self.exporter.ready.set()
         every = min(TICK_S, max(self.exporter.tracer.lost_after_s / 8, 0.5))
-        self._task = asyncio.create_task(lost_ticker(self.exporter, js, every), name="agentwatch-otel-lost")
+        await lost_ticker(self.exporter, js, every)
 
     async def stop(self) -> None:
         if self._task is not None:
