@@ -219,12 +219,34 @@ async def test_search_opens_the_session_at_the_event(store: Client) -> None:
         assert str(page.answer.events[events.cursor_row]["id"]) == found["id"]
 
 
-def test_session_page_snapshot(snap_compare: Any, store: Client) -> None:
+@pytest.mark.parametrize("width", [80, 160, 250])
+def test_session_page_snapshot(snap_compare: Any, store: Client, width: int) -> None:
+    """The head (session, outcome) above the tabs at every size."""
+
     async def open_page(pilot: Any) -> None:
         await open_session(pilot, BUSY)
         await pilot.pause(0.3)
 
-    assert snap_compare(dashboard(store), terminal_size=(160, 40), run_before=open_page)
+    assert snap_compare(dashboard(store), terminal_size=(width, 48), run_before=open_page)
+
+
+@pytest.mark.parametrize("width", [80, 160, 250])
+def test_cost_view_snapshot(snap_compare: Any, store: Client, width: int) -> None:
+    """The burn rate and the window (w) above the tabs at every size."""
+    from agentwatch.tui.cost_view import CostScreen
+
+    async def all_time(pilot: Any) -> None:
+        await pilot.press("c")
+        app = pilot.app
+        await until(pilot, lambda: isinstance(app.screen, CostScreen) and app.screen.loaded, "cost view")
+        view = app.screen
+        while view.window != "all":  # all time: what the fixtures cost, whatever the day
+            view.loaded = False
+            await pilot.press("w")
+            await until(pilot, lambda: view.loaded, "cost view, next window")
+        await pilot.pause(0.3)
+
+    assert snap_compare(dashboard(store), terminal_size=(width, 48), run_before=all_time)
 
 
 def test_replay_snapshot(snap_compare: Any, store: Client) -> None:
