@@ -157,7 +157,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._roster_rows: list[tuple[int, Agent]] = []
         self._main: Screen[Any] | None = None
         self._roster_keys: list[str] = [name for name, _ in ROSTER_COLUMNS]
-        self._compact = False
+        self._compact, self._paused_at = False, 0.0
 
     # The live view's model as the tests and benchmarks read it, through the app (the state owns it;
     # the app's own code says `self.state`).
@@ -332,7 +332,8 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             self._dirty = self._dirty or drained > 0  # painted when the live view is back
             return drained
         try:
-            self.state.roster.settle(self.clock())
+            if not self.state.paused:  # paused: states hold still too
+                self.state.roster.settle(self.clock())
             if drained or self._dirty:
                 self._dirty = False
                 self._paint_status()
@@ -397,8 +398,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         """Hand the ordered roster to the table: it formats only the rows on screen."""
         # `agent:NAME` in the filter narrows the roster too (by name or team, as a substring).
         now, state = self.clock(), self.state
+        at = self._paused_at if state.paused else now  # paused: the order holds still
         self._roster_rows = state.roster.ordered(
-            state.sort, text=state.filter.agent, now=now, show_folded=state.show_folded
+            state.sort, text=state.filter.agent, now=at, show_folded=state.show_folded
         )
         self._main_query("#roster", Table).set_rows(self._roster_rows, self._roster_cells)
         title = roster_title(state.roster, now, state.show_folded)
@@ -559,7 +561,8 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._dirty = True
 
     def action_toggle_pause(self) -> None:
-        self.state.paused = not self.state.paused
+        self.state.toggle_pause()
+        self._paused_at = self.clock()
         self._dirty = True
 
     def action_toggle_bookkeeping(self) -> None:

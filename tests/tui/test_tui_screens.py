@@ -1,0 +1,52 @@
+"""The live view's screens as a person uses them: pause, keys and the palette, over deterministic
+fake sources (tests/tui/test_tui_app.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentwatch.tui.app import AgentwatchApp
+from tests.tui.test_tui_app import (
+    BASE,
+    FakeHistory,
+    FakeLive,
+    env_of,
+    painted,
+    roster_rows,
+    team_traffic,
+    until,
+)
+
+
+def more_calls(at: float) -> list[dict[str, Any]]:
+    """The lead's next three tool calls, as the store comes to hold them."""
+    out: list[dict[str, Any]] = []
+    session = team_traffic()[0]["session_id"]
+    for i in range(3):
+        call = {"tool_name": "Read", "tool_input": {"file_path": f"f{i}.py"}, "tool_use_id": f"toolu_m{i}"}
+        out += env_of(
+            {"session_id": session, "cwd": "/repo", "hook_event_name": "PreToolUse", **call}, at + i
+        )
+    return out
+
+
+async def test_pause_holds_the_roster_still_and_it_catches_up_after() -> None:
+    """p: the store's refreshes change nothing in the roster (calls, states, order) until p again."""
+    traffic = team_traffic()
+    store = FakeHistory(list(traffic))
+    app = AgentwatchApp(FakeLive(traffic), store, clock=lambda: BASE + 10, refresh_seconds=0.2)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, len(traffic))
+        await until(pilot, lambda: app.state.truth_in_once)
+        before = roster_rows(app)
+        await pilot.press("p")
+        store.envelopes += more_calls(BASE + 5)
+        asked = len(store.asked)
+        await until(pilot, lambda: len(store.asked) > asked + 4)  # two refreshes answered at least
+        await pilot.pause(0.3)
+        assert roster_rows(app) == before, "paused: the roster holds still"
+        await pilot.press("p")
+        await until(pilot, lambda: roster_rows(app) != before)
+        lead = next(r for r in roster_rows(app) if r[0].startswith("main"))
+        was = next(r for r in before if r[0].startswith("main"))
+        assert lead != was, "unpaused: the store's calls are shown"
