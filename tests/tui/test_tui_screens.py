@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from agentwatch.tui.app import AgentwatchApp
 from tests.tui.test_tui_app import (
     BASE,
@@ -50,3 +52,45 @@ async def test_pause_holds_the_roster_still_and_it_catches_up_after() -> None:
         lead = next(r for r in roster_rows(app) if r[0].startswith("main"))
         was = next(r for r in before if r[0].startswith("main"))
         assert lead != was, "unpaused: the store's calls are shown"
+
+
+KILLED = "dead0000-1111-4000-8000-000000000000"
+
+
+def killed_session() -> list[dict[str, Any]]:
+    """A session killed 8 minutes ago while its agent waited for permission (lost at 10)."""
+    base = {"session_id": KILLED, "cwd": "/old"}
+    steps: list[dict[str, Any]] = [
+        {"hook_event_name": "UserPromptSubmit", "prompt": "Deploy"},
+        {
+            "hook_event_name": "PermissionRequest",
+            "tool_name": "Bash",
+            "tool_input": {"command": "make deploy"},
+        },
+    ]
+    return [env for i, step in enumerate(steps) for env in env_of({**base, **step}, BASE - 480 + i)]
+
+
+def with_a_killed_session() -> AgentwatchApp:
+    return AgentwatchApp(FakeLive(killed_session() + team_traffic()), clock=lambda: BASE + 10)
+
+
+async def test_a_quiet_session_sinks_below_the_live_ones() -> None:
+    """Live first: a session silent for minutes (not lost yet) sorts below agents working now,
+    whatever the sort key."""
+    app = with_a_killed_session()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, len(killed_session()) + len(team_traffic()))
+        for _ in range(4):  # every sort key
+            rows = roster_rows(app)
+            assert rows[-1][0].startswith("main-dead0000"), (app.sort, [r[0] for r in rows])
+            await pilot.press("s")
+            await pilot.pause(0.2)
+
+
+@pytest.mark.parametrize("width", [80, 160, 250])
+def test_quiet_session_order_snapshot(snap_compare: Any, width: int) -> None:
+    async def settle(pilot: Any) -> None:
+        await pilot.pause(0.5)
+
+    assert snap_compare(with_a_killed_session(), terminal_size=(width, 30), run_before=settle)
