@@ -30,6 +30,7 @@ from agentwatch.tui.roster import Roster, Unconfirmed
 from agentwatch.tui.team import Team
 
 PENDING_MAX = 20_000
+LOADED = "recent events loaded"
 SORTS = ("state", "recent", "name", "errors")
 V = TypeVar("V")
 
@@ -198,6 +199,8 @@ class LiveState:
             self.held_truth = answer
             return False
         self.held_truth = None
+        if self.truth_in_once and self.history_done and self.store_text.endswith(LOADED):
+            self.store_text = ""  # a start-up fact: said until the store's next answer
         truth.take(answer, self.roster, self.team, self.unconfirmed)
         self.alerts.load(answer.alerts)
         self.costs.update(answer.costs)
@@ -229,7 +232,7 @@ class LiveState:
             self.feed = Feed(self.feed.maxlen)
         for line in self.history.merged(stored, live):
             self.feed.add(line)
-        self.store_text = f"store: {len(envelopes)} recent events loaded"
+        self.store_text = f"store: {len(envelopes)} {LOADED}"
         self.history_done = True
 
     def history_failed(self, text: str) -> None:

@@ -79,6 +79,7 @@ def live_segments(state: LiveState, pal: Palette, now: float) -> list[Segment]:
         Segment(figures, "dim"),
         Segment(EMPTY_HINT if not state.feed.total and state.history_done else "", warn),
         Segment(state.costs.status(), "dim"),
+        Segment(state.costs.teams_status(), "dim"),
         Segment(state.store_text if state.store_ok else "", "dim"),
         Segment(f"sorted by {state.sort}", "dim"),
         Segment("follow off" if not state.follow else "", warn),
