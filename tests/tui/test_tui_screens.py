@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual.widgets import Input
 
 from agentwatch.tui.app import AgentwatchApp
 from tests.tui.test_tui_app import (
@@ -13,6 +14,7 @@ from tests.tui.test_tui_app import (
     FakeHistory,
     FakeLive,
     env_of,
+    feed_rows,
     painted,
     roster_rows,
     team_traffic,
@@ -94,3 +96,24 @@ def test_quiet_session_order_snapshot(snap_compare: Any, width: int) -> None:
         await pilot.pause(0.5)
 
     assert snap_compare(with_a_killed_session(), terminal_size=(width, 30), run_before=settle)
+
+
+async def test_escape_clears_an_applied_feed_filter() -> None:
+    """/ text Enter: the filter is applied and the keys are the feed's; Escape clears it."""
+    traffic = team_traffic()
+    app = AgentwatchApp(FakeLive(traffic), clock=lambda: BASE + 10)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await painted(pilot, app, len(traffic))
+        await pilot.press("slash", *"tool:Grep", "enter")
+        await until(pilot, lambda: len(feed_rows(app)) == 2)
+        assert app.focused is app.query_one("#feed")
+        await pilot.press("escape")
+        await until(pilot, lambda: len(feed_rows(app)) == len(traffic))
+        assert app.query_one("#filter", Input).value == ""
+
+
+async def test_the_palette_offers_cost_sessions_and_search() -> None:
+    app = AgentwatchApp(FakeLive([]), FakeHistory([]), clock=lambda: BASE)
+    async with app.run_test(size=(160, 40)):
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert {"Cost", "Sessions", "Search"} <= titles, titles

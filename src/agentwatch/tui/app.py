@@ -109,6 +109,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         Binding(
             "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
         ),
+        Binding(
+            "escape", "clear_filter", "Clear", show=False, tooltip="an applied feed filter (in the feed)"
+        ),
         Binding("f", "toggle_follow", "Follow", tooltip="keep the newest event selected, on/off"),
         Binding("p", "toggle_pause", "Pause", tooltip="hold the feed and roster still, on/off"),
         Binding("s", "cycle_sort", "Sort", tooltip="the roster by " + ", ".join(SORTS) + ", in turn"),
@@ -550,6 +553,10 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
+
+    def action_clear_filter(self) -> None:
+        if self._main_visible():
+            self._main_query("#filter", Input).value = ""  # Input.Changed repaints the feed
 
     def action_toggle_follow(self) -> None:
         self.state.follow = not self.state.follow

@@ -20,6 +20,15 @@ def system_commands(app: Any) -> Iterable[SystemCommand]:
     yield SystemCommand(
         "Alerts", "Open and recent alerts of the watchdog; Enter: the agent", app.action_alerts
     )
+    yield SystemCommand(
+        "Sessions", "Every session: its turns, events, agents, alerts, replay", app.action_sessions
+    )
+    yield SystemCommand(
+        "Search", "A word, an error, a file or a command in the whole history", app.action_search
+    )
+    yield SystemCommand(
+        "Cost", "Burn rate; cost by agent, team, model, day; the costliest turns", app.action_cost
+    )
     yield SystemCommand("Help", "Keys and what the columns mean", app.action_help)
     for _, agent in app.state.roster.ordered(app.state.sort)[:PALETTE_AGENTS]:
         yield SystemCommand(
