@@ -320,3 +320,32 @@ async def test_the_cost_view_is_the_stores(store: Client) -> None:
             key=lambda found: float(found[1][8].lstrip("$") or 0),
         )
         assert (first["session_id"], money(first["cost_usd"])) == (best[0], best[1][8])
+
+
+async def test_the_agent_views_durations_are_the_tool_calls_views(chdb_database: Client) -> None:
+    """A stored call whose result reports 929 ms, 107 ms after its PreToolUse: the agent view says
+    what `tool_calls` says (the reported time), not the time between the hook events."""
+    from agentwatch.tui.views import AgentScreen
+
+    apply_migrations(chdb_database)
+    base = {"session_id": BUSY, "cwd": "/repo", "tool_name": "Agent", "tool_use_id": "toolu_took"}
+    at = 1_795_000_000.0
+    steps: list[tuple[dict[str, Any], float]] = [
+        ({"hook_event_name": "PreToolUse", "tool_input": {"prompt": "look"}}, at),
+        ({"hook_event_name": "PostToolUse", "duration_ms": 929, "tool_response": {}}, at + 0.107),
+    ]
+    events = [
+        encode_envelope(env)
+        for step, at in steps
+        for _, env in envelopes_from_stdin(json.dumps({**base, **step}).encode(), {}, host="lab", now=at)
+    ]
+    insert_batch(chdb_database, events, [])
+    app = dashboard(chdb_database)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await until(pilot, lambda: len(app.roster) == 1, "roster")
+        app.show_agent(app.roster.agents()[0].key)
+        await until(pilot, lambda: isinstance(app.screen, AgentScreen) and app.screen._stored, "stored")
+        await pilot.pause(0.3)
+        shown = [(row[1], row[2]) for row in cells(app.screen.query_one("#agent-calls", DataTable))]
+    rows = sql(chdb_database, "SELECT tool, duration_ms FROM tool_calls")
+    assert shown == [(r["tool"], duration(r["duration_ms"])) for r in rows] == [("Agent", "929ms")]

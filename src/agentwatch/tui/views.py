@@ -37,6 +37,32 @@ def gone(screen: Screen[Any]) -> bool:
     return screen not in screen.app.screen_stack
 
 
+# A call's duration as the `tool_calls` view has it (docs/queries.md): the one Claude Code reported
+# on its result, else the time between its hook events. Stored events come without payloads, so the
+# agent view reads it there rather than time the events itself (which missed what was reported).
+CALL_DURATIONS = (
+    "SELECT session_id, tool_use_id, duration_ms FROM tool_calls "
+    "WHERE session_id IN {sessions:Array(String)} AND tool_use_id IN {ids:Array(String)} "
+    "AND duration_ms IS NOT NULL"
+)
+RESULTS = frozenset({"PostToolUse", "PostToolUseFailure", "PermissionDenied"})
+
+
+def timed(envelopes: list[dict[str, Any]], history: HistorySource) -> None:
+    """The stored results among `envelopes` carry their call's duration as `tool_calls` says."""
+    results = [e for e in envelopes if e.get("event") in RESULTS and e.get("tool_use_id")]
+    if not results:
+        return
+    sessions = sorted({str(e.get("session_id", "")) for e in results})
+    ids = sorted({str(e["tool_use_id"]) for e in results})
+    answer = history.query(CALL_DURATIONS, {"sessions": sessions, "ids": ids})
+    took = {(str(row[0]), str(row[1])): int(row[2]) for row in answer.rows}
+    for env in results:
+        call = (str(env.get("session_id", "")), str(env["tool_use_id"]))
+        if env.get("duration_ms") is None and call in took:
+            env["duration_ms"] = took[call]
+
+
 class TablesScreen(Screen[None]):
     """A screen of tables built with their columns in compose, and painted through references:
     a timer or a worker may paint before the tab panes are mounted, or after the screen closed."""
@@ -139,7 +165,12 @@ class AgentScreen(TablesScreen):
         except HistoryError as exc:
             self.post_message(AgentStored(([], f"store: {one_line(exc, 160)}: live events only")))
             return
-        self.post_message(AgentStored(([FeedLine.of(env) for env in answer_envelopes(answer)], "")))
+        envelopes = answer_envelopes(answer)
+        try:
+            timed(envelopes, self.dash.history)
+        except HistoryError as exc:
+            self.log.warning(f"call durations not read: {exc}")  # the hook events' times stand
+        self.post_message(AgentStored(([FeedLine.of(env) for env in envelopes], "")))
 
     @on(AgentStored)
     def _stored_in(self, message: AgentStored) -> None:
