@@ -9,6 +9,7 @@ import pytest
 from textual.widgets import Input
 
 from agentwatch.tui.app import AgentwatchApp
+from agentwatch.tui.model import counted
 from tests.tui.test_tui_app import (
     BASE,
     FakeHistory,
@@ -117,3 +118,18 @@ async def test_the_palette_offers_cost_sessions_and_search() -> None:
     async with app.run_test(size=(160, 40)):
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert {"Cost", "Sessions", "Search"} <= titles, titles
+
+
+async def test_ctrl_c_quits_without_a_toast() -> None:
+    """Ctrl-C leaves the dashboard (and `up --dashboard` stops what it started), as in any terminal
+    program; no "press ctrl+q" toast."""
+    app = AgentwatchApp(FakeLive([]), clock=lambda: BASE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.2)
+        assert not app.is_running and not app._notifications
+
+
+def test_one_call_one_subagent() -> None:
+    assert [counted(n, "call") for n in (0, 1, 2, 1200)] == ["0 calls", "1 call", "2 calls", "1,200 calls"]
+    assert counted(1, "subagent") == "1 subagent"

@@ -99,6 +99,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     CSS_PATH = "agentwatch.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", tooltip="leave agentwatch"),
+        # Ctrl-C quits as in every terminal program (`up --dashboard` then stops what it started),
+        # not Textual's "press ctrl+q" toast.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="leave agentwatch"),
         Binding(
             "a", "agent_detail", "Agent", tooltip="the selected agent: timeline, tool calls, prompts, errors"
         ),

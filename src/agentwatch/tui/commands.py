@@ -7,6 +7,8 @@ from typing import Any
 
 from textual.app import SystemCommand
 
+from agentwatch.tui.model import counted
+
 PALETTE_AGENTS = 100  # agents offered in the palette, busiest first
 
 
@@ -33,6 +35,6 @@ def system_commands(app: Any) -> Iterable[SystemCommand]:
     for _, agent in app.state.roster.ordered(app.state.sort)[:PALETTE_AGENTS]:
         yield SystemCommand(
             f"Agent: {agent.name} ({agent.team or agent.scope[:8]})",
-            f"{agent.state} · {agent.tool_calls} calls · {agent.errors} errors",
+            f"{agent.state} · {counted(agent.tool_calls, 'call')} · {counted(agent.errors, 'error')}",
             lambda key=agent.key: app.show_agent(key),
         )

@@ -16,7 +16,7 @@ from rich.text import Text
 from agentwatch.agents import DONE
 from agentwatch.format import age
 from agentwatch.harnesses import CLAUDE_CODE, SHORT
-from agentwatch.tui.model import sparkline
+from agentwatch.tui.model import counted, sparkline
 from agentwatch.tui.roster import Agent, Roster
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ def live_segments(state: LiveState, pal: Palette, now: float) -> list[Segment]:
     warn = f"bold {pal.status['running']}"
     folded = 0 if state.show_folded else state.roster.folded_count(now)
     alerts = state.alerts.status()
-    figures = f"{state.roster.total} agents" + (f" ({folded} folded: o)" if folded else "")
-    figures += f" · {state.events_total + state.unconfirmed.events:,} events"
+    figures = counted(state.roster.total, "agent") + (f" ({folded} folded: o)" if folded else "")
+    figures += " · " + counted(state.events_total + state.unconfirmed.events, "event")
     return [
         Segment(f"PAUSED ({state.waiting} waiting)" if state.paused else "", warn, keep=True),
         Segment(f"{alerts} (!)" if alerts else "", f"bold {pal.error}", keep=True),

@@ -23,7 +23,7 @@ from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui.common import Palette, refill
 from agentwatch.tui.live import LiveState
-from agentwatch.tui.model import TIMELINE_MAX, FeedLine, conversation, errors, sparkline, tool_calls
+from agentwatch.tui.model import TIMELINE_MAX, FeedLine, conversation, counted, errors, sparkline, tool_calls
 from agentwatch.tui.roster import Agent, idle_teammates
 from agentwatch.tui.sources import HistorySource, answer_envelopes
 from agentwatch.tui.store_side import AgentStored
@@ -248,6 +248,7 @@ class AgentScreen(TablesScreen):
             running = agent.tool_running_for(now)
             if agent.tool:
                 head.append(f" {agent.tool}" + (f" for {age(running)}" if running is not None else ""))
+            counts = (agent.tool_calls, agent.errors, agent.messages)
             facts = [
                 f"type {agent.agent_type}" if agent.agent_type else "",
                 f"team {agent.team}" if agent.team else "",
@@ -255,7 +256,9 @@ class AgentScreen(TablesScreen):
                 f"session {agent.session_id[:8]}" if agent.session_id else "",
                 f"scope {agent.scope}" if agent.scope not in (agent.team, agent.session_id) else "",
                 f"host {agent.host}" if agent.host else "",
-                f"{agent.tool_calls} calls · {agent.errors} errors · {agent.messages} messages",
+                " · ".join(
+                    counted(n, noun) for n, noun in zip(counts, ("call", "error", "message"), strict=True)
+                ),
             ]
             head.append("   " + " · ".join(f for f in facts if f), style="dim")
         if self.history_note:
