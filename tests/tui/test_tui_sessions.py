@@ -224,8 +224,11 @@ def test_session_page_snapshot(snap_compare: Any, store: Client, width: int) -> 
     """The head (session, outcome) above the tabs at every size."""
 
     async def open_page(pilot: Any) -> None:
-        await open_session(pilot, BUSY)
-        await pilot.pause(0.3)
+        page = await open_session(pilot, BUSY)
+        # The selected turn's events come a moment after the page: the snapshot waits for them.
+        await until(pilot, lambda: page.query_one("#turn-events", DataTable).row_count > 0, "turn events")
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(1.0)  # the tables size their columns to what they hold, a refresh later
 
     assert snap_compare(dashboard(store), terminal_size=(width, 48), run_before=open_page)
 
