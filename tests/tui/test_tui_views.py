@@ -52,7 +52,7 @@ async def test_agent_detail_shows_calls_errors_conversation_and_subagents() -> N
         screen = app.screen
         assert isinstance(screen, AgentScreen) and screen.agent_name == "main-5e55105e"
         head = str(screen.query_one("#agent-head", Static).render())
-        assert "working Bash" in head and "1 calls · 0 errors" in head
+        assert "working Bash" in head and "1 call · 0 errors" in head
         assert [r[2] for r in table_rows(screen, "#agent-timeline")] == [
             "$ pytest -q",
             "Fix the flaky test",
