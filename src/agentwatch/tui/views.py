@@ -21,7 +21,7 @@ from agentwatch.agents import AgentKey
 from agentwatch.format import age, clock, duration, one_line
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
-from agentwatch.tui.common import Palette, refill
+from agentwatch.tui.common import FittedTable, Palette, refill
 from agentwatch.tui.live import LiveState
 from agentwatch.tui.model import TIMELINE_MAX, FeedLine, conversation, counted, errors, sparkline, tool_calls
 from agentwatch.tui.roster import Agent, idle_teammates
@@ -80,7 +80,7 @@ class TablesScreen(Screen[None]):
             self._head.update(text)
 
     def _table(self, table_id: str, *columns: str) -> DataTable[Any]:
-        table: DataTable[Any] = DataTable(id=table_id, cursor_type="row")
+        table: DataTable[Any] = FittedTable(id=table_id, cursor_type="row")
         table.add_columns(*columns)
         self._tables[table_id] = table
         return table
@@ -299,7 +299,7 @@ class TeamScreen(TablesScreen):
             with Horizontal(id="team-lower"):
                 with Vertical(id="tasks-pane", classes="pane") as tasks:
                     tasks.border_title = "tasks"
-                    yield self._table("team-tasks", "#", "status", "subject", "by")
+                    yield self._table("team-tasks", "session", "#", "status", "subject", "by")
                 with Vertical(id="idle-pane", classes="pane") as idle:
                     idle.border_title = "idle teammates"
                     yield self._table("team-idle", "agent", "idle", "calls", "lead")
@@ -321,10 +321,13 @@ class TeamScreen(TablesScreen):
         tasks = team.tasks()
         idle = idle_teammates(roster)
         open_tasks = sum(1 for t in tasks if not t.done)
+        # The store's count of the window's tasks when the list holds fewer (the newest ones).
+        of = f" of {team.tasks_total:,}" if team.tasks_total > len(tasks) else ""
         self._show_head(
             Text(
                 f"team  {roster.total} agents · {sum(e.count for e in edges)} messages on "
-                f"{len(edges)} edges · {len(tasks)} tasks ({open_tasks} open) · {len(idle)} idle",
+                f"{len(edges)} edges · {counted(len(tasks), 'task')}{of} ({open_tasks} open) · "
+                f"{len(idle)} idle",
                 style="bold",
             )
         )
@@ -336,6 +339,7 @@ class TeamScreen(TablesScreen):
             self._tables["team-tasks"],
             [
                 (
+                    t.scope[:8],
                     t.task_id,
                     Text("done", style=pal.good) if t.done else Text("open", style=pal.status["running"]),
                     t.subject,
