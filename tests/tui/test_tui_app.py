@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from agentwatch.contract import envelopes_from_stdin
 from agentwatch.format import utc_datetime
-from agentwatch.store import live_roster
+from agentwatch.store import live_roster, queries
 from agentwatch.store.answer import Answer, HistoryUnreachable
 from agentwatch.tui import app as app_module
 from agentwatch.tui import common, help, table, tools_view, views
@@ -105,6 +105,8 @@ class FakeHistory:
                 (e.sender, e.recipient, e.team, e.count, utc(e.last_at), e.summary) for e in team.edges()
             ]
             return answer(("from_agent", "to_agent", "team", "messages", "last_at", "last_summary"), edges)
+        if sql == queries.window_tasks().sql:
+            return self._tasks()
         if "FROM event_ids" in sql:
             held = {str(e.get("id")) for e in self.envelopes}
             asked = (params or {}).get("ids") or []
@@ -115,6 +117,21 @@ class FakeHistory:
             rows: list[tuple[Any, ...]] = [tuple(cell(e, c) for c in columns) for e in self.envelopes]
             return answer(columns, rows)
         return answer(("what", "session_id"), [])  # alerts, costs, tools, sessions: none
+
+    def _tasks(self) -> Answer:
+        team = Team()
+        for env in self.envelopes:
+            team.apply(env)
+        columns = ("host", "scope", "team", "task_id", "subject", "created_by", "created_at", "created",
+                   "completed_by", "completed_at", "completed", "tasks_total", "open_total")  # fmt: skip
+        tasks = team.tasks()
+        rows = [
+            (t.host, t.scope, t.team, t.task_id, t.subject, t.created_by, utc(t.created_at or 0),
+             t.created_at is not None, t.completed_by, utc(t.completed_at or 0), t.done, len(tasks),
+             sum(not x.done for x in tasks))
+            for t in tasks
+        ]  # fmt: skip
+        return answer(columns, rows)
 
     def _model(self) -> Roster:
         roster = Roster()

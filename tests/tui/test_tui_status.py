@@ -108,3 +108,26 @@ def test_an_agent_of_another_harness_is_marked_in_the_roster() -> None:
     assert marks == {"main-codex": " ·codex", "main-gemini-cli": " ·gemini", "main-claude-code": ""}
     roster.seed([{"host": "", "scope": "codex", "agent": "main-codex", "state_event": "Stop"}])
     assert [harness_mark(a) for a in roster.agents()] == [" ·codex"], "kept across the store's answer"
+
+
+class TeamsStore(CostlyStore):
+    """The last hour's cost and three teams' costs (a long segment at 160 columns)."""
+
+    def query(self, sql: str, params: Any = None) -> Answer:
+        found = super().query(sql, params)
+        if "'hour' AS what" in sql:
+            teams = [("team", "", "", f"release-train-{n}", 3.0 - n, 3.0 - n, 9_000, 0) for n in range(3)]
+            return answer(found.columns, [*found.rows, *teams])
+        return found
+
+
+async def test_the_cost_goes_before_the_start_up_note_which_goes_away() -> None:
+    """At 160 columns the last hour's cost is shown, saying which hours; the store's "N recent
+    events loaded" is said at start-up only, gone at the store's next answer."""
+    traffic = team_traffic()
+    app = AgentwatchApp(FakeLive(traffic), TeamsStore(traffic), clock=lambda: BASE + 10, refresh_seconds=0.3)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await painted(pilot, app, len(traffic))
+        await until(pilot, lambda: "(last hour and this)" in status_text(app))
+        await until(pilot, lambda: "recent events loaded" not in status_text(app))
+        assert "$12.5 since " in status_text(app) and " (last hour and this)" in status_text(app)

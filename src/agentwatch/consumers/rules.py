@@ -143,7 +143,9 @@ class Engine:
         self.agents: dict[AgentKey, AgentState] = {}
         self.calls: dict[str, tuple[float, str, AgentKey]] = {}  # tool_use_id -> (start, tool, agent key)
         self.durations: dict[str, deque[float]] = {}
-        self.tasks: dict[str, set[str]] = {}  # team -> open task ids
+        # (host, scope) -> open task ids: the agents' own key without the name. A lead's TaskCreated
+        # and a teammate's TaskCompleted share their session whatever `team_name` each carries.
+        self.tasks: dict[tuple[str, str], set[str]] = {}
         self.spool: dict[str, int] = {}  # host -> the spool backlog it reported last
         self.costs: list[tuple[str, str, float]] = []  # (scope, name, usd)
         self.firing: dict[str, Json] = {}  # alert key -> the alert as published
@@ -235,11 +237,11 @@ class Engine:
         task = str(data.get("task_id", ""))
         if not task:
             return
-        team = str(data.get("team_name") or state.team or state.session_id)
+        where = state.key[:2]
         if event == "TaskCreated":
-            self.tasks.setdefault(team, set()).add(task)
+            self.tasks.setdefault(where, set()).add(task)
         elif event == "TaskCompleted":
-            self.tasks.get(team, set()).discard(task)
+            self.tasks.get(where, set()).discard(task)
 
     def _calls(
         self, event: str, state: AgentState, env: Mapping[str, Any], data: Mapping[str, Any], t: float
@@ -374,7 +376,7 @@ class Engine:
                     {},
                 )
             )
-        open_tasks = len(self.tasks.get(s.team or s.session_id, ()))
+        open_tasks = len(self.tasks.get(s.key[:2], ()))
         if s.idle_since and open_tasks and now - s.idle_since > r.idle_with_open_tasks.limits.after_s:
             found.append(
                 self._open(
@@ -382,7 +384,8 @@ class Engine:
                     "idle_with_open_tasks",
                     "",
                     s.idle_since,
-                    f"{s.agent} idle for {now - s.idle_since:.0f}s with {open_tasks} open tasks",
+                    f"{s.agent} idle for {now - s.idle_since:.0f}s with {open_tasks} open "
+                    + ("task" if open_tasks == 1 else "tasks"),
                     {"open_tasks": open_tasks},
                 )
             )

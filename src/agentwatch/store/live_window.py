@@ -96,6 +96,28 @@ DASHBOARD_COSTS_SQL = (
     "sum(unpriced_calls) AS unpriced FROM cost_hourly WHERE hour >= toStartOfHour(now() - INTERVAL 1 HOUR)"
 )
 
+# The team's tasks: one row per task of the window's scopes, keyed as agents are (host, scope) plus
+# the task's id: a lead's TaskCreated and a teammate's TaskCompleted share their session (in-process
+# teammates run in the lead's), whatever `team_name` each payload carries. With the window's totals
+# (the list shows at most {tasks}).
+TASKS_SQL = (
+    "SELECT host, scope, any(team) AS team, task_id, "  # noqa: S608 - constants only
+    "argMinIf(subject, timestamp, subject != '') AS subject, "
+    "argMinIf(agent, timestamp, kind = 'task_created') AS created_by, "
+    "minIf(timestamp, kind = 'task_created') AS created_at, countIf(kind = 'task_created') > 0 AS created, "
+    "argMinIf(agent, timestamp, kind = 'task_completed') AS completed_by, "
+    "minIf(timestamp, kind = 'task_completed') AS completed_at, "
+    "countIf(kind = 'task_completed') > 0 AS completed, "
+    "count() OVER () AS tasks_total, countIf(NOT completed) OVER () AS open_total "
+    f"FROM (SELECT toString(host) AS host, {scope_sql()} AS scope, toString(team) AS team, "
+    "JSONExtractString(data, 'task_id') AS task_id, JSONExtractString(data, 'task_subject') AS subject, "
+    "kind, toString(agent) AS agent, timestamp FROM events "
+    f"WHERE kind IN ('task_created', 'task_completed') AND (host, scope) IN {WINDOW_SCOPES}) "
+    "WHERE task_id != '' GROUP BY host, scope, task_id "
+    "ORDER BY completed, if(created, created_at, completed_at) DESC, scope, task_id "
+    "LIMIT {tasks:UInt32}"
+)
+
 _SINCE_SCOPES = (
     "(SELECT host, scope FROM scope_hours WHERE hour >= toStartOfHour({since:DateTime64(3, 'UTC')}) "
     "GROUP BY host, scope HAVING max(last_seen) >= {since:DateTime64(3, 'UTC')})"

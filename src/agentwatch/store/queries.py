@@ -484,6 +484,14 @@ def dashboard_costs(limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_
 DASHBOARD_COSTS = dashboard_costs()
 
 
+def window_tasks(
+    limit: int = 2000, roster_limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_S
+) -> Query:
+    """The tasks created or completed in the scopes of `roster(roster_limit, lost_after_s)`'s
+    window: open ones first, then the newest; each with the window's totals."""
+    return Query(live_window.TASKS_SQL, {**_live_window(roster_limit, lost_after_s), "tasks": int(limit)})
+
+
 def roster(limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_S) -> Query:
     """The agents of the live window (the `agents` view's rows of the scopes active in the last
     `lost_after_s` seconds and of the newest `limit` scopes), the live ones first (not lost, not

@@ -97,6 +97,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     CSS_PATH = "agentwatch.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", tooltip="leave agentwatch"),
+        # Ctrl-C quits as in every terminal program (`up --dashboard` then stops what it started),
+        # not Textual's "press ctrl+q" toast.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="leave agentwatch"),
         Binding(
             "a", "agent_detail", "Agent", tooltip="the selected agent: timeline, tool calls, prompts, errors"
         ),
@@ -106,6 +109,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         *HISTORY_BINDINGS,
         Binding(
             "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
+        ),
+        Binding(
+            "escape", "clear_filter", "Clear", show=False, tooltip="an applied feed filter (in the feed)"
         ),
         Binding("f", "toggle_follow", "Follow", tooltip="keep the newest event selected, on/off"),
         Binding("p", "toggle_pause", "Pause", tooltip="hold the feed and roster still, on/off"),
@@ -326,7 +332,8 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             self._dirty = self._dirty or drained > 0  # painted when the live view is back
             return drained
         try:
-            self.state.roster.settle(self.clock())
+            if not self.state.paused:  # paused: states hold still too
+                self.state.roster.settle(self.clock())
             if drained or self._dirty:
                 self._dirty = False
                 self._paint_status()
@@ -391,8 +398,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         """Hand the ordered roster to the table: it formats only the rows on screen."""
         # `agent:NAME` in the filter narrows the roster too (by name or team, as a substring).
         now, state = self.clock(), self.state
+        at = state.paused_at if state.paused else now  # paused: the order holds still
         self._roster_rows = state.roster.ordered(
-            state.sort, text=state.filter.agent, now=now, show_folded=state.show_folded
+            state.sort, text=state.filter.agent, now=at, show_folded=state.show_folded
         )
         self._main_query("#roster", Table).set_rows(self._roster_rows, self._roster_cells)
         title = roster_title(state.roster, now, state.show_folded)
@@ -543,6 +551,10 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
 
+    def action_clear_filter(self) -> None:
+        if self._main_visible():
+            self._main_query("#filter", Input).value = ""  # Input.Changed repaints the feed
+
     def action_toggle_follow(self) -> None:
         self.state.follow = not self.state.follow
         self._dirty = True
@@ -553,7 +565,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._dirty = True
 
     def action_toggle_pause(self) -> None:
-        self.state.paused = not self.state.paused
+        self.state.toggle_pause(self.clock())
         self._dirty = True
 
     def action_toggle_bookkeeping(self) -> None:

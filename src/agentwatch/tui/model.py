@@ -282,3 +282,8 @@ def conversation(lines: Iterable[FeedLine]) -> list[FeedLine]:
 def errors(lines: Iterable[FeedLine]) -> list[FeedLine]:
     """Failed tool calls, failed turns and denied permissions, oldest first."""
     return [line for line in lines if line.kind in ERROR_KINDS]
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 call', '2 calls': a count and its noun (given singular), as a person writes them."""
+    return f"{n:,} {noun if n == 1 else noun + 's'}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,8 @@ from agentwatch.tui.model import (
 ROSTER_MAX = 300
 # Seconds a stopped or lost agent stays in the roster's view before it folds (a key shows it).
 FOLD_AFTER_S = 300.0
+# Seconds a session sent nothing after which its agents sort below the live ones (not lost yet).
+QUIET_AFTER_S = 120.0
 
 
 @dataclass
@@ -294,6 +296,10 @@ class Roster:
         for agent in self._agents.values():
             agent.state = shown_state(agent.base, now - self.scope_seen(agent), self.lost_after_s)
 
+    def quiet(self, agent: Agent, now: float) -> bool:
+        """An agent whose scope (its session) has sent nothing for QUIET_AFTER_S: not lost yet."""
+        return now - self.scope_seen(agent) > QUIET_AFTER_S
+
     def folded(self, agent: Agent, now: float) -> bool:
         """A stopped or lost agent, FOLD_AFTER_S after it became so: hidden unless asked for."""
         if agent.state == STOPPED:
@@ -334,13 +340,19 @@ class Roster:
             if (not needle or needle in f"{a.name} {a.team} {a.tool}".lower())
             and (show_folded or now is None or not self.folded(a, now))
         ]
-        sort_keys = {
-            "state": lambda a: (a.state in DONE, STATE_ORDER.get(a.state, 9), -a.last_seen),
-            "name": lambda a: (a.state in DONE, a.name, a.scope),
-            "recent": lambda a: (a.state in DONE, -a.last_seen),
-            "errors": lambda a: (a.state in DONE, -a.errors, a.name),
+        sort_keys: dict[str, Callable[[Agent], tuple[Any, ...]]] = {
+            "state": lambda a: (STATE_ORDER.get(a.state, 9), -a.last_seen),
+            "name": lambda a: (a.name, a.scope),
+            "recent": lambda a: (-a.last_seen,),
+            "errors": lambda a: (-a.errors, a.name),
         }
-        sort = sort_keys.get(key, sort_keys["state"])
+        within = sort_keys.get(key, sort_keys["state"])
+
+        def sort(a: Agent) -> tuple[Any, ...]:
+            # Whatever the key: live before quiet before stopped and lost (a quiet session sinks
+            # before it is lost: "waiting, seen 8m ago" below the agents working now).
+            return (a.state in DONE, now is not None and self.quiet(a, now), *within(a))
+
         present = {a.key for a in agents}
         children: dict[AgentKey, list[Agent]] = {}
         for a in agents:

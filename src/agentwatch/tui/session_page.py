@@ -24,6 +24,7 @@ from agentwatch.format import duration, money, one_line, tool_counts
 from agentwatch.store import queries, session_queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui.common import EventScreen, refill
+from agentwatch.tui.model import counted
 from agentwatch.tui.sources import HistorySource, answer_envelopes
 from agentwatch.tui.store_screen import StoreScreen, table
 
@@ -172,7 +173,8 @@ class SessionScreen(StoreScreen):
                 f"{d.get('agent') or ''} on {d.get('host') or '?'}",
                 f"{d['started']:%Y-%m-%d %H:%M:%S} UTC" if d.get("started") else "",
                 f"took {duration(d.get('duration_ms'))}",
-                f"{len(turns)} turns · {d.get('events') or 0} events · {len(self.answer.agents)} agents",
+                f"{counted(len(turns), 'turn')} · {counted(int(d.get('events') or 0), 'event')} · "
+                f"{counted(len(self.answer.agents), 'agent')}",
                 f"{tokens:,} tokens {money(d.get('cost_usd'), tokens)}" if tokens else "no cost read",
                 f"outcome {d.get('outcome') or '?'}",
             ]

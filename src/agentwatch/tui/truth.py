@@ -2,7 +2,7 @@
 
 `read` asks the HistorySource, from a worker thread, for everything the live view counts: the
 roster (the `agents` view: one row per host, scope and name, with totals), the team's message
-edges, the open and recent alerts, the costs, and which of the live events the dashboard counted
+edges and tasks, the open and recent alerts, the costs, and which of the live events the dashboard counted
 on top of its previous answer the store now holds (its watermark). The app then shows this answer
 plus the live events the store does not hold yet (model.Unconfirmed). Nothing here imports Textual.
 
@@ -19,7 +19,7 @@ from typing import Any
 from agentwatch.store import live_roster, queries
 from agentwatch.tui.roster import Roster, Unconfirmed
 from agentwatch.tui.sources import HistorySource
-from agentwatch.tui.team import Team
+from agentwatch.tui.team import TASKS_MAX, Team
 
 # What is no event of the feed: alerts (their own view) and token usage (the costs').
 NOT_EVENTS = frozenset({"usage", "cost_state"})
@@ -44,6 +44,7 @@ class Truth:
     events_total: int = 0
     messages_total: int = 0
     edges: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
     costs: list[tuple[Any, ...]] = field(default_factory=list)
     stored: set[str] = field(default_factory=set)
@@ -80,6 +81,7 @@ def read(
         mark=now_mark,
     )
     truth.edges = history.query(*queries.window_edges(EDGES_MAX, roster_limit, lost_after_s)).dicts()
+    truth.tasks = history.query(*queries.window_tasks(TASKS_MAX, roster_limit, lost_after_s)).dicts()
     truth.alerts = [
         *history.query(*queries.alerts(open_only=True, limit=10_000)).dicts(),
         *history.query(*queries.alerts(limit=ALERTS_RECENT)).dicts(),
@@ -95,6 +97,7 @@ def take(answer: Truth, roster: Roster, team: Team, unconfirmed: Unconfirmed) ->
     unconfirmed.confirm(answer.stored)
     roster.seed(answer.roster, answer.agents_total)
     team.seed(answer.edges)
+    team.seed_tasks(answer.tasks)
     for env in unconfirmed.envelopes():
         roster.apply(env, note=False)
         team.apply(env)
