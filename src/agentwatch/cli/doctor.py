@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from agentwatch import __version__, config, reach
+from agentwatch.cli.errors import usable_data_dir
 from agentwatch.cli.spool import when
 from agentwatch.format import human_bytes
 
@@ -98,7 +99,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     url = config.nats_url(os.environ)
     print(f"agentwatch {__version__}")
-    print(f"data dir:  {config.data_dir()}")
+    print(f"data dir:  {usable_data_dir(os.environ)}")
     print(f"bus:       {config.display_urls(url)}  (from {config.nats_url_source()})")
     healthy = _check_bus(url, args.timeout)
     if config.flag(os.environ, "AGENTWATCH_DISABLED"):

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from agentwatch.cli.errors import CliError, require
+from agentwatch.cli.sessions import resolve_session
 
 if TYPE_CHECKING:
     from agentwatch.cli.sources import History
@@ -171,6 +172,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     binary = args.format == "parquet"
     if args.output in (None, "-") and binary and sys.stdout.isatty():
         raise CliError("Parquet is binary: give a file with -o FILE.parquet, or redirect stdout")
+    args.session = resolve_session(args.session or "")
     source = history()
     try:
         owner = (args.person, args.repo)
@@ -220,7 +222,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "as published), Parquet (the events table's columns and types; needs pyarrow), or Markdown (a "
         "readable transcript: each turn with its prompt, tools, tokens and cost, then its events).",
     )
-    export.add_argument("--session", metavar="ID", help="the session to export")
+    export.add_argument(
+        "--session", metavar="ID", help="the session to export: its id, or a unique part shown on screens"
+    )
     export.add_argument(
         "--since", metavar="WHEN", help="everything since: 30m, 12h, 7d, 2w, today, or a date (UTC)"
     )

@@ -19,12 +19,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from agentwatch import config, reach
-from agentwatch.cli.errors import CliError, missing_extra, require
+from agentwatch.cli.errors import CliError, missing_extra, require, usable_data_dir
+from agentwatch.cli.spool import flush_at_start
 from agentwatch.config import ServerURL, display_urls, parse_urls
 from agentwatch.emitter.wire import BusError, connect
 
@@ -226,7 +227,7 @@ def hold_embedded_store(environ: Mapping[str, str], command: str) -> int | None:
 
 def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str], verbose: bool,
                   started_at: float, command: str = "up", store: bool = True,
-                  watchdog: bool = True) -> int:  # fmt: skip
+                  watchdog: bool = True, at_start: Callable[[], list[str]] | None = None) -> int:  # fmt: skip
     try:
         from agentwatch.consumers.app import CollectorError, run
     except ImportError as exc:
@@ -234,7 +235,7 @@ def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str
     hold_embedded_store(environ, command)
     try:
         run(nats_url, environ, banner=banner, verbose=verbose, started_at=started_at, store=store,
-            alerts=watchdog)  # fmt: skip
+            alerts=watchdog, at_start=at_start)  # fmt: skip
     except CollectorError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -247,7 +248,7 @@ def cmd_up_with_dashboard(args: argparse.Namespace) -> int:
     writes its last batch); a pipeline that was already running is left alone.
     """
     environ = dict(os.environ)
-    data = Path(config.ensure_dir(config.data_dir(environ)))
+    data = Path(usable_data_dir(environ))
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     command = [sys.executable, "-m", "agentwatch"]
     try:
@@ -310,7 +311,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     _hangup_stops()
     environ = os.environ
     url = config.nats_url(environ)
-    data = config.ensure_dir(config.data_dir(environ))
+    data = usable_data_dir(environ)
     started_at = time.monotonic()
     try:
         urls = parse_urls(url)
@@ -347,6 +348,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             banner=[f"agentwatch up: data in {data}", bus_line],
             verbose=args.verbose,
             started_at=started_at,
+            at_start=lambda: flush_at_start(environ),
         )
     finally:
         if local is not None:

@@ -275,3 +275,15 @@ def export_page(
         _EXPORT.replace("WHERE_CLAUSE", where),
         {**params, "after_at": after[0], "after_id": after[1], "limit": int(limit)},
     )
+
+
+def sessions_matching(text: str, limit: int = 11) -> Query:
+    """The sessions whose id is `text`, begins with it, or ends with it (the short id a screen
+    shows of a time-ordered id is its tail: harnesses.short_id); an exact id first."""
+    return Query(
+        "SELECT session_id, min(timestamp) AS first_seen, count() AS events FROM events "
+        "WHERE session_id != '' AND (startsWith(session_id, {text:String}) "
+        "OR endsWith(session_id, {text:String})) "
+        "GROUP BY session_id ORDER BY session_id != {text:String}, first_seen DESC LIMIT {limit:UInt32}",
+        {"text": text, "limit": int(limit)},
+    )

@@ -1,0 +1,134 @@
+"""What a new user meets after the first minutes, on the real CLI: `agentwatch up` as a subprocess
+(its own nats-server, embedded ClickHouse), the installed hook, and the commands a person types.
+
+One pipeline serves the module: the hook spools two events while no bus answers, `up` starts on
+that data dir and sends them; Codex-like sessions whose time-ordered ids share their head follow.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import clean_env, free_port, hook_settled, run_cli, run_emit
+from tests.integration.test_store import Service, sql_rows, wait_rows
+
+pytestmark = pytest.mark.timeout(180)
+
+# Time-ordered ids (UUIDv7, as Codex makes them): the same first 13 characters, told apart by the rest.
+CODEX_SESSIONS = [f"01a20acb-78d6-7213-a0ef-464c84de{n:04x}" for n in (0x1937, 0x2A41, 0x3B52)]
+SPOOLED = "spooled-before-up"
+
+
+def emit(env: dict[str, str], payload: dict[str, Any]) -> None:
+    done = run_emit(json.dumps(payload).encode(), env)
+    assert done.returncode == 0, done.stderr
+
+
+def prompt(session: str, text: str) -> dict[str, Any]:
+    return {"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": text, "cwd": "/srv/zoo"}
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], Service]]:
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path_factory.mktemp("data")),
+        AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}",
+        AGENTWATCH_ALERT_BELL="0",
+        AGENTWATCH_METRICS_ADDR="off",
+        AGENTWATCH_OTLP_ADDR="off",
+    )
+    # No bus yet: the hook keeps both events in its spool.
+    emit(env, prompt(SPOOLED, "kept while the bus was down"))
+    emit(env, {"hook_event_name": "Stop", "session_id": SPOOLED, "cwd": "/srv/zoo"})
+    assert hook_settled(env["AGENTWATCH_DATA_DIR"])
+    spool = run_cli("spool", env=env)  # bare: the status, not a usage error
+    assert spool.returncode == 0, spool.stderr
+    assert "pending:  2 event message(s)" in spool.stdout
+    up = Service(["up"], env)
+    try:
+        up.wait_ready(60)
+        for n, session in enumerate(CODEX_SESSIONS):
+            emit(env, prompt(session, f"feed the zebrawords, pen {n}"))
+        assert hook_settled(env["AGENTWATCH_DATA_DIR"])
+        wait_rows(env, "SELECT count() AS n FROM events", 2 + len(CODEX_SESSIONS))
+        yield env, up
+    finally:
+        up.stop()
+
+
+def test_up_sends_what_the_hook_spooled_and_says_so(pipeline: tuple[dict[str, str], Service]) -> None:
+    env, up = pipeline
+    banner = "".join(up.lines)
+    assert "spool:       sent 2 message(s) the hook spooled while the bus was down" in banner
+    assert "register the hook" in banner  # an empty store: how to bring events
+    rows = sql_rows(env, f"SELECT event FROM events WHERE session_id = '{SPOOLED}' ORDER BY timestamp")  # noqa: S608 - a constant
+    assert [r["event"] for r in rows] == ["UserPromptSubmit", "Stop"]
+    status = run_cli("spool", env=env)
+    assert status.returncode == 0 and "pending:  0 event message(s)" in status.stdout
+
+
+def test_search_tells_time_ordered_sessions_apart(pipeline: tuple[dict[str, str], Service]) -> None:
+    env, _ = pipeline
+    table = run_cli("search", "zebrawords", env=env)
+    assert table.returncode == 0, table.stderr
+    shown = {session[-8:] for session in CODEX_SESSIONS}
+    lines = [line for line in table.stdout.splitlines() if "zebrawords" in line]
+    assert len(lines) == 3
+    assert {line.split()[2] for line in lines} == shown, table.stdout
+    assert "…" not in "".join(line.split()[2] for line in lines)
+
+
+def test_session_options_take_a_unique_part(pipeline: tuple[dict[str, str], Service], tmp_path: Path) -> None:
+    env, _ = pipeline
+    wanted = CODEX_SESSIONS[1]
+    for part in (wanted[-8:], wanted[:33]):  # the short id a screen shows; a unique prefix
+        out = tmp_path / "one.jsonl"
+        done = run_cli("export", "--session", part, "-o", str(out), env=env)
+        assert done.returncode == 0, done.stderr
+        assert {json.loads(line)["session_id"] for line in out.read_text().splitlines()} == {wanted}
+        found = run_cli("search", "zebrawords", "--session", part, "--format", "json", env=env)
+        assert found.returncode == 0, found.stderr
+        assert [r["session_id"] for r in json.loads(found.stdout)] == [wanted]
+    # The head every one of them shares: which sessions match, and a non-zero exit.
+    for command in (["export", "--session", "01a20acb"], ["search", "zebrawords", "--session", "01a20acb"]):
+        many = run_cli(*command, env=env)
+        assert many.returncode == 2 and "matches 3 sessions" in many.stderr, many.stderr
+        assert all(session in many.stderr for session in CODEX_SESSIONS)
+
+
+def test_up_knows_the_store_holds_events(pipeline: tuple[dict[str, str], Service]) -> None:
+    """A second `up` on the same data dir (the first stopped) says what the store holds."""
+    env, up = pipeline
+    code, _ = up.stop()
+    assert code == 0
+    again = Service(["up"], env)
+    try:
+        again.wait_ready(60)
+    finally:
+        again.stop()
+    banner = "".join(again.lines)
+    assert f"events:      {2 + len(CODEX_SESSIONS)} stored already" in banner, banner
+    assert "register the hook" not in banner
+
+
+@pytest.mark.parametrize("command", [["up"], ["doctor", "--runs", "1"], ["up", "--dashboard"]])
+def test_an_unusable_data_dir_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(blocker / "data"), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}"
+    )
+    started = time.monotonic()
+    done = run_cli(*command, env=env)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, done.stderr
+    assert "AGENTWATCH_DATA_DIR" in errors[0] and "Not a directory" in errors[0]
+    assert time.monotonic() - started < 30
