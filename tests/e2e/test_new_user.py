@@ -8,6 +8,7 @@ that data dir and sends them; Codex-like sessions whose time-ordered ids share t
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import clean_env, free_port, hook_settled, run_cli, run_emit
+from tests.conftest import PROJECTS, clean_env, free_port, hook_settled, run_cli, run_emit
 from tests.integration.test_store import Service, sql_rows, wait_rows
 
 pytestmark = pytest.mark.timeout(180)
@@ -23,6 +24,8 @@ pytestmark = pytest.mark.timeout(180)
 # Time-ordered ids (UUIDv7, as Codex makes them): the same first 13 characters, told apart by the rest.
 CODEX_SESSIONS = [f"01a20acb-78d6-7213-a0ef-464c84de{n:04x}" for n in (0x1937, 0x2A41, 0x3B52)]
 SPOOLED = "spooled-before-up"
+PRICED = "125e5f68-1714-4000-8a5c-8a4c1647b892"  # a fixture transcript with API messages
+COST_ONLY = "c0570000-0000-4000-8000-000000000001"  # Claude Code's own total, no API message
 
 
 def emit(env: dict[str, str], payload: dict[str, Any]) -> None:
@@ -102,9 +105,37 @@ def test_session_options_take_a_unique_part(pipeline: tuple[dict[str, str], Serv
         assert all(session in many.stderr for session in CODEX_SESSIONS)
 
 
+def test_cost_lists_what_its_total_counts(pipeline: tuple[dict[str, str], Service], tmp_path: Path) -> None:
+    """A session whose transcript holds Claude Code's own total and no API message is not a
+    `0 calls` row under a total that does not count it; an empty window says what is stored."""
+    env, _ = pipeline
+    project = tmp_path / "projects" / "-srv-zoo"
+    project.mkdir(parents=True)
+    shutil.copy(PROJECTS / "-home-dev-lab-proj" / f"{PRICED}.jsonl", project)
+    state = {"type": "cost-state", "sessionId": COST_ONLY, "totalCostUSD": 0.5, "startTime": 1795345281232,
+             "totalDuration": 798, "modelUsage": {}}  # fmt: skip
+    (project / f"{COST_ONLY}.jsonl").write_text(json.dumps(state) + "\n")
+    imported = run_cli("import", str(tmp_path / "projects"), env=env, timeout=120)
+    assert imported.returncode == 0, imported.stderr
+    wait_rows(env, "SELECT count() AS n FROM cost_states FINAL", 2)
+    wait_rows(env, "SELECT count() AS n FROM usage FINAL", 1)
+    listed = run_cli("cost", env=env)
+    assert listed.returncode == 0, listed.stderr
+    table, _, foot = listed.stdout.partition("\n\n")
+    rows = table.splitlines()[2:]  # under the header and its rule
+    assert [row.split()[0] for row in rows] == [PRICED]
+    assert f"in {len(rows)} sessions" in foot, listed.stdout
+    empty = run_cli("cost", "--since", "30m", env=env)
+    assert empty.returncode == 0, empty.stderr
+    calls = sql_rows(env, "SELECT count() AS n FROM usage FINAL")[0]["n"]
+    assert "no token usage stored yet" not in empty.stdout
+    assert "no API calls stored since " in empty.stdout and f"{calls:,} stored in all" in empty.stdout
+
+
 def test_up_knows_the_store_holds_events(pipeline: tuple[dict[str, str], Service]) -> None:
     """A second `up` on the same data dir (the first stopped) says what the store holds."""
     env, up = pipeline
+    held = sql_rows(env, "SELECT count() AS n FROM events")[0]["n"]
     code, _ = up.stop()
     assert code == 0
     again = Service(["up"], env)
@@ -113,7 +144,7 @@ def test_up_knows_the_store_holds_events(pipeline: tuple[dict[str, str], Service
     finally:
         again.stop()
     banner = "".join(again.lines)
-    assert f"events:      {2 + len(CODEX_SESSIONS)} stored already" in banner, banner
+    assert f"events:      {held:,} stored already" in banner, banner
     assert "register the hook" not in banner
 
 
