@@ -25,6 +25,7 @@ pytestmark = pytest.mark.timeout(180)
 CODEX_SESSIONS = [f"01a20acb-78d6-7213-a0ef-464c84de{n:04x}" for n in (0x1937, 0x2A41, 0x3B52)]
 SPOOLED = "spooled-before-up"
 PRICED = "125e5f68-1714-4000-8a5c-8a4c1647b892"  # a fixture transcript with API messages
+NAMELESS = "0b5e55ed-0000-4000-8000-00000000f00d"  # a session whose payload names no event
 COST_ONLY = "c0570000-0000-4000-8000-000000000001"  # Claude Code's own total, no API message
 
 
@@ -130,6 +131,28 @@ def test_cost_lists_what_its_total_counts(pipeline: tuple[dict[str, str], Servic
     calls = sql_rows(env, "SELECT count() AS n FROM usage FINAL")[0]["n"]
     assert "no token usage stored yet" not in empty.stdout
     assert "no API calls stored since " in empty.stdout and f"{calls:,} stored in all" in empty.stdout
+
+
+def test_invalid_hook_input_is_kept_with_its_reason_and_makes_no_agent(
+    pipeline: tuple[dict[str, str], Service],
+) -> None:
+    env, _ = pipeline
+    for raw in (b"not json", b"{}", f'{{"session_id": "{NAMELESS}"}}'.encode()):
+        assert run_emit(raw, env).returncode == 0
+    assert hook_settled(env["AGENTWATCH_DATA_DIR"])
+    query = "SELECT count() AS n FROM events WHERE event IN ('InvalidPayload', 'Unknown')"
+    wait_rows(env, query, 3)
+    kept = sql_rows(env, "SELECT agent, text FROM events WHERE event IN ('InvalidPayload', 'Unknown')")
+    assert sorted(r["text"] for r in kept) == [
+        "invalid hook input: hook_event_name missing",
+        "invalid hook input: hook_event_name missing",
+        "invalid hook input: not JSON (expecting a value at char 0)",
+    ]
+    phantoms = {str(r["agent"]) for r in kept}
+    assert phantoms == {"unknown", "main", f"main-{NAMELESS[:8]}"}
+    agents = {str(r["agent"]) for r in sql_rows(env, "SELECT agent FROM agents")}
+    assert {f"main-{s[-8:]}" for s in CODEX_SESSIONS} <= agents  # the sessions' own agents are there
+    assert not phantoms & agents
 
 
 def test_up_knows_the_store_holds_events(pipeline: tuple[dict[str, str], Service]) -> None:

@@ -25,6 +25,7 @@ from agentwatch.agents import (
     STOPPED,
     TOOL_STATES,
     AgentKey,
+    is_invalid_input,
     key_of,
     note_of,
     parent_key,
@@ -194,8 +195,8 @@ class Roster:
         """One event of the agent it names. `count`: a live event the store's answer does not hold
         (its counts, state and last time); `note`: it goes into the agent's timeline and activity."""
         name = env.get("agent")
-        if not isinstance(name, str) or not name:
-            return None
+        if not isinstance(name, str) or not name or is_invalid_input(env):
+            return None  # invalid hook input stays on the feed, with its reason: no agent
         key = key_of(env)
         at = line.at if line is not None else envelope_time(env)
         agent = self._agent(key)
