@@ -7,8 +7,14 @@ that data dir and sends them; Codex-like sessions whose time-ordered ids share t
 
 from __future__ import annotations
 
+import http.server
 import json
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import PROJECTS, clean_env, free_port, hook_settled, run_cli, run_emit
+from tests.conftest import PROJECTS, clean_env, free_port, hook_settled, run_cli, run_emit, tool
 from tests.integration.test_store import Service, sql_rows, wait_rows
 
 pytestmark = pytest.mark.timeout(180)
@@ -45,7 +51,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[st
         AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}",
         AGENTWATCH_ALERT_BELL="0",
         AGENTWATCH_METRICS_ADDR="off",
-        AGENTWATCH_OTLP_ADDR="off",
+        AGENTWATCH_OTLP_ADDR=f"127.0.0.1:{free_port()}",
     )
     # No bus yet: the hook keeps both events in its spool.
     emit(env, prompt(SPOOLED, "kept while the bus was down"))
@@ -155,6 +161,32 @@ def test_invalid_hook_input_is_kept_with_its_reason_and_makes_no_agent(
     assert not phantoms & agents
 
 
+def test_otel_install_checks_who_holds_the_receivers_address(
+    pipeline: tuple[dict[str, str], Service], tmp_path: Path
+) -> None:
+    env, _ = pipeline
+    home = dict(env, HOME=str(tmp_path / "home"))
+    settings = tmp_path / "home" / ".claude" / "settings.json"
+    ours = run_cli("hooks", "install", "--harness", "claude", "--otel", env=home)
+    assert ours.returncode == 0, ours.stderr
+    assert f"http://{env['AGENTWATCH_OTLP_ADDR']}" in settings.read_text()
+    # Another program on the address: refused, settings untouched.
+    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    try:
+        before = settings.read_text()
+        other = dict(home, AGENTWATCH_OTLP_ADDR=f"127.0.0.1:{foreign.server_address[1]}")
+        refused = run_cli("hooks", "install", "--harness", "claude", "--otel", env=other)
+    finally:
+        foreign.shutdown()
+        foreign.server_close()
+    assert refused.returncode == 2
+    assert (
+        "held by another program (SimpleHTTP" in refused.stderr and "AGENTWATCH_OTLP_ADDR" in refused.stderr
+    )
+    assert settings.read_text() == before
+
+
 def test_up_knows_the_store_holds_events(pipeline: tuple[dict[str, str], Service]) -> None:
     """A second `up` on the same data dir (the first stopped) says what the store holds."""
     env, up = pipeline
@@ -186,3 +218,52 @@ def test_an_unusable_data_dir_is_one_line(tmp_path: Path, command: list[str]) ->
     assert len(errors) == 1, done.stderr
     assert "AGENTWATCH_DATA_DIR" in errors[0] and "Not a directory" in errors[0]
     assert time.monotonic() - started < 30
+
+
+def test_up_with_the_dashboard_says_which_default_port_is_taken(tmp_path: Path) -> None:
+    """Another program on 9464 and 4318: `up --dashboard` says so on the terminal, naming the
+    settings, not only in up.log. (A port some other process holds already counts the same.)"""
+    held = []
+    for port in (9464, 4318):
+        sock = socket.socket()
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+            held.append(sock)
+        except OSError:
+            sock.close()  # taken already: the conflict this test is about
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(tmp_path / "data"),
+        AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}",
+        AGENTWATCH_ALERT_BELL="0",
+    )
+    proc = subprocess.Popen(
+        [tool("agentwatch"), "up", "--dashboard"], env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    said: list[str] = []
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and len([s for s in said if "not served" in s]) < 2:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            said.append(line)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        for sock in held:
+            sock.close()
+    text = "".join(said)
+    assert "agentwatch up: metrics:" in text and "127.0.0.1:9464 is in use" in text, text
+    assert "set AGENTWATCH_METRICS_ADDR" in text
+    assert (
+        "agentwatch up: otlp:" in text
+        and "127.0.0.1:4318 is in use" in text
+        and "AGENTWATCH_OTLP_ADDR" in text
+    )
