@@ -253,7 +253,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     where, which, handler = _common_options()
     install_p = actions.add_parser(
-        "install", parents=[where, which, handler], help="register the hook on every event (idempotent)"
+        "install",
+        parents=[where, which, handler],
+        help="register the hook on every event (idempotent)",
+        description="Register agentwatch's hook on every event in the agents' own settings (Claude Code's "
+        "settings.json, Codex's hooks.json, Gemini CLI's settings.json), keeping everything else in them; "
+        "running it again changes nothing.",
     )
     install_p.add_argument(
         "--codex",
@@ -277,9 +282,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parents=[where, which],
         help="remove agentwatch's hooks and telemetry settings, and nothing else (a file that install "
         "created is deleted)",
+        description="Remove agentwatch's hooks and telemetry settings from the agents' settings and nothing "
+        "else: a file install created is deleted, a file it found is left as it was before.",
     )
     uninstall_p.set_defaults(func=_uninstall_cmd)
     print_p = actions.add_parser(
-        "print", parents=[which, handler], help="print the JSON that install would merge"
+        "print",
+        parents=[which, handler],
+        help="print the JSON that install would merge",
+        description="Print the registration install would merge into an agent's settings, to paste by "
+        "hand or to read before installing; nothing is written.",
     )
     print_p.set_defaults(func=_print_cmd)

@@ -121,7 +121,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     spool.set_defaults(func=cmd_status)  # bare `agentwatch spool`: the status
     actions = spool.add_subparsers(dest="spool_command", metavar="ACTION")
-    actions.add_parser("status", help="what is waiting in the spool").set_defaults(func=cmd_status)
-    flush = actions.add_parser("flush", help="send everything spooled, oldest first")
+    status = actions.add_parser(
+        "status",
+        help="what is waiting in the spool",
+        description="What this host's hook keeps in its spool: how many events, how old, what was lost "
+        "to a full disk, and input nothing could be made of.",
+    )
+    status.set_defaults(func=cmd_status)
+    flush = actions.add_parser(
+        "flush",
+        help="send everything spooled, oldest first",
+        description="Send everything this host's hook spooled to the bus, oldest first (`agentwatch up` "
+        "does this at its start, and each hook run sends some).",
+    )
     flush.add_argument("--timeout", type=float, default=10.0, help="seconds per round (default 10)")
     flush.set_defaults(func=cmd_flush)
