@@ -267,3 +267,17 @@ def test_up_with_the_dashboard_says_which_default_port_is_taken(tmp_path: Path) 
         and "127.0.0.1:4318 is in use" in text
         and "AGENTWATCH_OTLP_ADDR" in text
     )
+
+
+@pytest.mark.parametrize("original", [b"", b"\n", b"  \n"])
+def test_uninstall_gives_back_an_empty_settings_file_as_it_was(tmp_path: Path, original: bytes) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_bytes(original)
+    env = clean_env(HOME=str(tmp_path), AGENTWATCH_DATA_DIR=str(tmp_path / "data"))
+    installed = run_cli("hooks", "install", "--harness", "claude", env=env)
+    assert installed.returncode == 0, installed.stderr
+    assert b"agentwatch-emit" in settings.read_bytes()
+    removed = run_cli("hooks", "uninstall", "--harness", "claude", env=env)
+    assert removed.returncode == 0, removed.stderr
+    assert settings.read_bytes() == original
