@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from agentwatch.demo.simulator import DEMO_HOST
 from tests.conftest import PROJECTS, clean_env, free_port, hook_settled, run_cli, run_emit, tool
 from tests.integration.test_store import Service, sql_rows, wait_rows
 
@@ -185,6 +186,25 @@ def test_otel_install_checks_who_holds_the_receivers_address(
         "held by another program (SimpleHTTP" in refused.stderr and "AGENTWATCH_OTLP_ADDR" in refused.stderr
     )
     assert settings.read_text() == before
+
+
+def test_demo_tool_durations_agree_with_its_clock(pipeline: tuple[dict[str, str], Service]) -> None:
+    """The demo sends at its own pace: a result's duration is how long after its call it was sent."""
+    env, _ = pipeline
+    done = run_cli("demo", "--count", "400", "--rate", "400", "--seed", "7", env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    query = (
+        "SELECT p.duration_ms AS duration, dateDiff('millisecond', c.timestamp, p.timestamp) AS gap "
+        "FROM events AS p INNER JOIN events AS c "
+        "ON c.tool_use_id = p.tool_use_id AND c.session_id = p.session_id "
+        "WHERE c.event = 'PreToolUse' AND p.event IN ('PostToolUse', 'PostToolUseFailure') "
+        "AND p.host = 'HOST'"
+    ).replace("HOST", DEMO_HOST)
+    deadline = time.monotonic() + 30
+    while not (rows := sql_rows(env, query)):
+        assert time.monotonic() < deadline, "the demo's calls stored"
+        time.sleep(0.5)
+    assert all(abs(int(r["duration"]) - int(r["gap"])) <= 5 for r in rows), rows
 
 
 def test_up_knows_the_store_holds_events(pipeline: tuple[dict[str, str], Service]) -> None:
