@@ -58,16 +58,14 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[st
     emit(env, prompt(SPOOLED, "kept while the bus was down"))
     emit(env, {"hook_event_name": "Stop", "session_id": SPOOLED, "cwd": "/srv/zoo"})
     assert hook_settled(env["AGENTWATCH_DATA_DIR"])
-    spool = run_cli("spool", env=env)  # bare: the status, not a usage error
-    assert spool.returncode == 0, spool.stderr
-    assert "pending:  2 event message(s)" in spool.stdout
     up = Service(["up"], env)
     try:
         up.wait_ready(60)
         for n, session in enumerate(CODEX_SESSIONS):
             emit(env, prompt(session, f"feed the zebrawords, pen {n}"))
         assert hook_settled(env["AGENTWATCH_DATA_DIR"])
-        wait_rows(env, "SELECT count() AS n FROM events", 2 + len(CODEX_SESSIONS))
+        ids = ", ".join(f"'{session}'" for session in CODEX_SESSIONS)
+        wait_rows(env, f"SELECT count() AS n FROM events WHERE session_id IN ({ids})", len(CODEX_SESSIONS))  # noqa: S608
         yield env, up
     finally:
         up.stop()
@@ -78,10 +76,12 @@ def test_up_sends_what_the_hook_spooled_and_says_so(pipeline: tuple[dict[str, st
     banner = "".join(up.lines)
     assert "spool:       sent 2 message(s) the hook spooled while the bus was down" in banner
     assert "register the hook" in banner  # an empty store: how to bring events
+    wait_rows(env, f"SELECT count() AS n FROM events WHERE session_id = '{SPOOLED}'", 2, timeout=10)  # noqa: S608
     rows = sql_rows(env, f"SELECT event FROM events WHERE session_id = '{SPOOLED}' ORDER BY timestamp")  # noqa: S608 - a constant
     assert [r["event"] for r in rows] == ["UserPromptSubmit", "Stop"]
-    status = run_cli("spool", env=env)
-    assert status.returncode == 0 and "pending:  0 event message(s)" in status.stdout
+    status = run_cli("spool", env=env)  # bare: the status, not a usage error
+    assert status.returncode == 0, status.stderr
+    assert "pending:  0 event message(s)" in status.stdout
 
 
 def test_search_tells_time_ordered_sessions_apart(pipeline: tuple[dict[str, str], Service]) -> None:
