@@ -47,6 +47,15 @@ LOST_AFTER_S = 600
 
 # The field of a Notification that decides what it means for its agent.
 NOTE_FIELD = "notification_type"
+# Hook input that is no hook payload (not JSON, not an object: InvalidPayload) or names no event
+# (Unknown): kept in the store with its reason (its text), never an agent of the roster or rules.
+INVALID_INPUT_EVENTS = ("InvalidPayload", "Unknown")
+
+
+def is_invalid_input(env: Mapping[str, Any]) -> bool:
+    """The envelope of hook input that names no event: it makes no agent."""
+    return env.get("event") in INVALID_INPUT_EVENTS
+
 
 # The state machine: (hook event, the notification types it applies to or () for any, state).
 # The first row that matches an event wins; an event no row matches changes nothing.

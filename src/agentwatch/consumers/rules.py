@@ -188,8 +188,8 @@ class Engine:
         host = str(env.get("host", ""))
         if host:
             self.spool[host] = int(env.get("spool_bytes") or 0)
-        if event in ("Usage", "CostState"):
-            return None
+        if event in ("Usage", "CostState") or agents.is_invalid_input(env):
+            return None  # no agent's doing: invalid hook input is no agent (agents.INVALID_INPUT_EVENTS)
         state = self._agent(env, t)
         data = env.get("data")
         if not isinstance(data, dict):

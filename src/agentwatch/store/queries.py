@@ -425,7 +425,8 @@ def cost(by: str, since: str = EPOCH, limit: int = 100, person: str = "", repo: 
     """Tokens and cost per `by` (one of COST_BY) of the API messages from the UTC hour that holds
     `since` (`YYYY-MM-DD hh:mm:ss.sss`), read from the cost rollups. Per session: whole sessions
     whose last message is since then, from the session_costs view, with Claude Code's own total
-    beside. `person`, `repo`: only that person's or repository's messages (by one of OWNER_BY)."""
+    beside (a session with a cost-state and no API message stored is left out: the totals count
+    messages). `person`, `repo`: only that person's or repository's messages (by one of OWNER_BY)."""
     if by not in COST_BY:
         raise ValueError(f"cost by {by!r}: one of {', '.join(COST_BY)}")
     if (person or repo) and by not in OWNER_BY:
@@ -436,7 +437,7 @@ def cost(by: str, since: str = EPOCH, limit: int = 100, person: str = "", repo: 
             "SELECT session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens, "
             "cache_write_5m_tokens, cache_write_1h_tokens, cost_usd, unpriced_calls, claude_cost_usd, "
             "models, last_at FROM session_costs WHERE last_at >= {since:DateTime64(3, 'UTC')} "
-            "ORDER BY last_at DESC LIMIT {limit:UInt32}",
+            "AND api_calls > 0 ORDER BY last_at DESC LIMIT {limit:UInt32}",
             params,
         )
     keys, group, order = _COST_GROUPS[by]

@@ -25,6 +25,7 @@ from agentwatch.agents import (
     STOPPED,
     TOOL_STATES,
     AgentKey,
+    is_invalid_input,
     key_of,
     note_of,
     parent_key,
@@ -201,8 +202,8 @@ class Roster:
         (its counts, state and last time); otherwise a stored one, noted only for an agent the
         roster has; `note`: it goes into the agent's timeline and activity."""
         name = env.get("agent")
-        if not isinstance(name, str) or not name:
-            return None
+        if not isinstance(name, str) or not name or is_invalid_input(env):
+            return None  # invalid hook input stays on the feed, with its reason: no agent
         key = key_of(env)
         if not count and key not in self._agents:
             # A stored event: the store's answer holds its agent, or the agent is beyond the

@@ -21,6 +21,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from agentwatch.format import duration, money, one_line, tool_counts
+from agentwatch.harnesses import short_id
 from agentwatch.store import queries, session_queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui.common import EventScreen, refill
@@ -116,7 +117,7 @@ class SessionScreen(StoreScreen):
         super().__init__(history, "session-head")
         self.session_id = session_id
         self.at_event = at_event
-        self.sub_title = f"session {session_id[:8]}"
+        self.sub_title = f"session {short_id(session_id)}"
         self.answer = SessionAnswer()
         self.turn_events: list[dict[str, Any]] = []
 
@@ -166,7 +167,7 @@ class SessionScreen(StoreScreen):
 
     def _paint_head(self) -> None:
         d, turns = self.answer.details, self.answer.turns
-        head = Text(f"session {self.session_id[:8]}", style="bold")
+        head = Text(f"session {short_id(self.session_id)}", style="bold")
         if d:
             tokens = int(d.get("tokens") or 0)
             facts = [

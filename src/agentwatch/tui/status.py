@@ -15,7 +15,7 @@ from rich.text import Text
 
 from agentwatch.agents import DONE
 from agentwatch.format import age
-from agentwatch.harnesses import CLAUDE_CODE, SHORT
+from agentwatch.harnesses import CLAUDE_CODE, SHORT, short_id
 from agentwatch.tui.model import counted, sparkline
 from agentwatch.tui.roster import Agent, Roster
 
@@ -124,9 +124,9 @@ def harness_mark(agent: Agent) -> str:
 def team_label(agent: Agent) -> str:
     """The agent's team, and its session's first characters where the team does not say which
     session it is (a named team runs many): two runs of one team are two rows that say so."""
-    if not agent.team or agent.team == f"session-{agent.scope[:8]}" or agent.scope == agent.team:
-        return agent.team or agent.scope[:8]
-    return f"{agent.team}·{agent.scope[:6]}"
+    if not agent.team or agent.team == f"session-{short_id(agent.scope)}" or agent.scope == agent.team:
+        return agent.team or short_id(agent.scope)
+    return f"{agent.team}·{short_id(agent.scope)[:6]}"
 
 
 def roster_title(roster: Roster, now: float, shown: bool) -> str:

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from agentwatch.agents import AgentKey
 from agentwatch.format import age, clock, duration, one_line
+from agentwatch.harnesses import short_id
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui.common import FittedTable, Palette, refill
@@ -253,7 +254,7 @@ class AgentScreen(TablesScreen):
                 f"type {agent.agent_type}" if agent.agent_type else "",
                 f"team {agent.team}" if agent.team else "",
                 f"lead {agent.parent}" if agent.parent else "",
-                f"session {agent.session_id[:8]}" if agent.session_id else "",
+                f"session {short_id(agent.session_id)}" if agent.session_id else "",
                 f"scope {agent.scope}" if agent.scope not in (agent.team, agent.session_id) else "",
                 f"host {agent.host}" if agent.host else "",
                 " · ".join(
