@@ -21,6 +21,7 @@ from agentwatch.cli import (
     doctor,
     export,
     hooks,
+    hosts,
     importer,
     otel,
     pipeline,
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         web,
         demo,
         hooks,
+        hosts,
         spool,
         doctor,
     ):

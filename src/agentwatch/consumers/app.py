@@ -19,7 +19,7 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 
 from agentwatch import config
-from agentwatch.bus import fastpull
+from agentwatch.bus import fastpull, fleet
 from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import FETCH_WINDOW_S, Watchdog, alerts_router, rules_path
 from agentwatch.consumers.metrics import Metrics
@@ -124,8 +124,7 @@ def build(
             metrics.attach(writer, lambda: consumer_info(broker), clickhouse_url)
         if watchdog is not None:
             await watchdog.start(broker)
-        if status is not None and store:
-            reporter.append(asyncio.create_task(_report(broker, writer, status)))
+        reporter.extend(_background(broker, writer, status if store else None, environ, store))
 
     @app.on_shutdown
     async def stopping() -> None:
@@ -144,6 +143,18 @@ def build(
             print(f"\nstopped: {summary}", file=status, flush=True)
 
     return Collector(app, broker, writer, store_client, readers, applied, watchdog, metrics, otlp)
+
+
+def _background(
+    broker: NatsBroker, writer: StoreWriter, status: TextIO | None, environ: Mapping[str, str], store: bool
+) -> list[asyncio.Task[None]]:
+    """The collector's own tasks: the status line, and a fleet's hosts sourced as they announce
+    themselves (bus/fleet.py)."""
+    tasks = [asyncio.create_task(_report(broker, writer, status))] if status is not None else []
+    if store:
+        stream = lambda: broker.config.connection_state.stream  # noqa: E731
+        tasks.append(asyncio.create_task(fleet.watch_hosts(stream, environ)))
+    return tasks
 
 
 def _subscribe(
