@@ -56,6 +56,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_NATS_CREDS", "unset", "all", "creds file (the hook falls back to nats-py for it)"),
     Setting("AGENTWATCH_HOST", "the machine's host name", "all",
             "this host's name: on its events, and its JetStream domain in a fleet (`up --hub`)"),
+    Setting("AGENTWATCH_HUB_URL", "unset", "collector",
+            "set, `agentwatch up` runs this machine as an agent host of the hub at this leaf URL "
+            "(what `up --hub` says, kept off the command line)"),
     Setting("AGENTWATCH_DATA_DIR", "$XDG_DATA_HOME/agentwatch, else ~/.local/share/agentwatch", "all",
             "spool, crash log, embedded ClickHouse and NATS data"),
     Setting("AGENTWATCH_DEADLINE_MS", "400", "hook", "the hook's whole-run deadline"),

@@ -101,7 +101,7 @@ class Hub:
             AGENTWATCH_DATA_DIR=str(root / "hub"),
             AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}",
             AGENTWATCH_LEAF_ADDR=f"127.0.0.1:{self.leaf_port}",
-            AGENTWATCH_METRICS_ADDR="off",
+            AGENTWATCH_METRICS_ADDR=f"127.0.0.1:{free_port()}",
             AGENTWATCH_OTLP_ADDR="off",
         )
         self.service: Service | None = None
@@ -160,8 +160,10 @@ class Host:
             AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}",
             AGENTWATCH_HOST=name,
         )
-        self.service = Service(["up", "--hub", hub.leaf_url(self.link.port)], self.env)
+        # The hub's URL with the leaf password from the environment, never on the command line.
+        self.service = Service(["up"], {**self.env, "AGENTWATCH_HUB_URL": hub.leaf_url(self.link.port)})
         self.sent = 0
+        self._count = threading.Lock()
         self.hook = tool("agentwatch-emit")
 
     def wait_ready(self, timeout: float = 30) -> None:
@@ -176,9 +178,11 @@ class Host:
         """Run the installed hook `n` times, one event each; each run's seconds."""
         took = []
         for _ in range(n):
-            self.sent += 1
+            with self._count:
+                self.sent += 1
+                number = self.sent
             session = f"fleet-{self.name}"
-            event = {"hook_event_name": "Notification", "session_id": session, "message": str(self.sent)}
+            event = {"hook_event_name": "Notification", "session_id": session, "message": str(number)}
             payload = json.dumps(event).encode()
             started = time.perf_counter()
             done = subprocess.run([self.hook], input=payload, env=self.env, check=False, timeout=20)
@@ -191,3 +195,38 @@ class Host:
         from agentwatch.emitter.hook import spool_for
 
         return spool_for(self.env).status().bytes
+
+
+class Publisher:
+    """`workers` threads running the hook on `host` at `rate` runs a second in all (as fast as
+    they can when that is more than they manage), until stopped; each run's (start, seconds)."""
+
+    def __init__(self, host: Host, rate: float, workers: int = 1) -> None:
+        self.host = host
+        self.interval = workers / rate
+        self.runs: list[tuple[float, float]] = []
+        self.failures: list[str] = []  # hook runs that failed or did not end in time
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._work, daemon=True) for _ in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                took = self.host.emit(1)[0]
+            except (AssertionError, subprocess.SubprocessError) as exc:
+                self.failures.append(repr(exc))
+                continue
+            self.runs.append((started, took))
+            self._stop.wait(max(self.interval - (time.monotonic() - started), 0.0))
+
+    def between(self, start: float, end: float) -> list[float]:
+        """The seconds of the runs that started between `start` and `end`."""
+        return [took for at, took in self.runs if start <= at < end]
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(30)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,6 +57,21 @@ def test_each_host_is_sourced_and_each_event_stored_once(hub_and_hosts: tuple[Hu
     assert rows["beta.local"]["domain"] == "beta-local"
     assert rows["alpha"]["link"] == "up" and rows["alpha"]["backlog"] == 0
     assert rows["alpha"]["events_1h"] >= 5 and rows["alpha"]["version"]
+
+
+def test_prometheus_has_each_hosts_backlog_and_contact(hub_and_hosts: tuple[Hub, Host, Host]) -> None:
+    hub, _, _ = hub_and_hosts
+    url = f"http://{hub.env['AGENTWATCH_METRICS_ADDR']}/metrics"
+
+    def scrape() -> str:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return str(answer.read().decode())
+
+    wait_for(lambda: 'agentwatch_host_backlog{host="beta.local"} 0.0' in scrape(), 20, "beta's backlog gauge")
+    text = scrape()
+    assert 'agentwatch_host_backlog{host="alpha"} 0.0' in text
+    assert 'agentwatch_host_seconds_since_contact{host="alpha"}' in text
+    assert 'agentwatch_host_spool_bytes{host="alpha"} 0.0' in text
 
 
 def test_a_cut_link_keeps_events_on_the_host_until_it_is_back(hub_and_hosts: tuple[Hub, Host, Host]) -> None:

@@ -40,6 +40,10 @@ FLEET_INBOX = "_AW_FLEET"
 # How often a host announces itself, and the hub's collector looks for new hosts.
 ANNOUNCE_S = 5.0
 SYNC_S = 2.0
+# A source the hub has not heard from for this long (its heartbeats come every second) is cut off.
+CUT_AFTER_S = 5.0
+# At most one restart of a host's sourcing in this many seconds.
+RESTART_S = 10.0
 
 
 def hosts_subject(domain: str) -> str:
@@ -98,6 +102,8 @@ async def announcements(js: JetStreamContext) -> dict[str, dict[str, Any]]:
         except (NotFoundError, ValueError):
             continue
         if isinstance(body, dict):
+            # When the hub took it, by the hub's clock: the host reached the hub then.
+            body["arrived"] = msg.time.timestamp() if msg.time is not None else 0.0
             found[domain] = body
     return found
 
@@ -136,26 +142,90 @@ async def forget(js: JetStreamContext, domain: str) -> bool:
     return known
 
 
-async def sync_hosts(js: JetStreamContext, environ: Mapping[str, str]) -> list[str]:
-    """Source every announced host that is not sourced yet; the domains added."""
-    await ensure_hosts_stream(js, environ)
-    known = await announcements(js)
-    return await add_sources(js, set(known)) if known else []
+class HostSync:
+    """The hub's collector's part in a fleet: source each host as it announces itself, and
+    restart the sourcing of a host whose link is back.
+
+    After a cut, nats-server retries a source with a growing back-off (tens of seconds after a
+    minute's cut); the host's announcements arrive again as soon as its link is back, so a source
+    silent past CUT_AFTER_S whose host was just heard from is removed and added again: the hub
+    resumes it at once, from the last message it holds of that host (the stream's de-duplication
+    by Nats-Msg-Id covers any overlap)."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.restarted: dict[str, float] = {}  # domain: when its sourcing was last restarted
+        # What the last look found, for /metrics: each host's announcement and source.
+        self.known: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, SourceState] = {}
+
+    def gauges(self) -> list[tuple[str, float, float | None, int | None]]:
+        """(host, backlog as of the last contact, seconds since it, spool bytes) per host."""
+        out = []
+        for domain in sorted(set(self.known) | set(self.states)):
+            a, state = self.known.get(domain, {}), self.states.get(domain)
+            spool = a.get("spool_bytes")
+            out.append(
+                (
+                    str(a.get("host") or domain),
+                    float(state.lag) if state else float(a.get("last_seq") or 0),
+                    state.active_s if state else None,
+                    int(spool) if isinstance(spool, int) else None,
+                )
+            )
+        return out
+
+    async def step(self, nc: Any) -> list[str]:
+        """One look; the domains added."""
+        js = nc.jetstream()
+        await ensure_hosts_stream(js, self.environ)
+        known = self.known = await announcements(js)
+        if not known:
+            return []
+        added = await add_sources(js, set(known))
+        now = time.time()
+        self.states = await source_states(nc)
+        for domain, state in self.states.items():
+            heard = float(known.get(domain, {}).get("arrived") or 0.0)
+            silent = state.active_s is None or state.active_s > CUT_AFTER_S
+            if silent and now - heard < 2 * ANNOUNCE_S and now - self.restarted.get(domain, 0.0) > RESTART_S:
+                self.restarted[domain] = now
+                await restart_source(js, domain)
+                log.warning("host %s is back: its sourcing restarted", domain)
+        return added
 
 
-async def watch_hosts(
-    js: Callable[[], JetStreamContext], environ: Mapping[str, str], every: float = SYNC_S
-) -> None:
-    """The hub's collector: every `every` seconds, source the hosts announced since."""
-    while True:
-        try:
-            added = await sync_hosts(js(), environ)
-        except Exception as exc:  # the bus away (the client reconnects), or no right to HOSTS
-            log.debug("could not look for new hosts: %s", exc)
-        else:
-            for domain in added:
-                log.warning("host %s joined: its GENIE stream is now a source of the hub's", domain)
-        await asyncio.sleep(every)
+async def restart_source(js: JetStreamContext, domain: str) -> None:
+    """Remove host `domain`'s source and add it again (HostSync says why)."""
+    info = await js.stream_info(STREAM_NAME)
+    cfg = info.config
+    cfg.sources = [s for s in cfg.sources or [] if not (s.external and domain_of(s.external.api) == domain)]
+    await js.update_stream(cfg)
+    await add_sources(js, {domain})
+
+
+async def watch_hosts(url: str, sync: HostSync, every: float = SYNC_S) -> None:
+    """The hub's collector: every `every` seconds, source the hosts announced since (HostSync)."""
+    from agentwatch.bus.connect import connect
+
+    environ = sync.environ
+    nc = None
+    try:
+        while True:
+            try:
+                if nc is None:
+                    nc = await connect(
+                        url, environ, name="agentwatch-fleet", role=config.STORE, persistent=True
+                    )
+                for domain in await sync.step(nc):
+                    log.warning("host %s joined: its GENIE stream is now a source of the hub's", domain)
+            except Exception as exc:  # the bus away (the client reconnects), or no right to HOSTS
+                log.debug("could not look for new hosts: %s", exc)
+            await asyncio.sleep(every)
+    finally:
+        if nc is not None:
+            with contextlib.suppress(Exception):
+                await nc.close()
 
 
 @dataclass
@@ -230,6 +300,7 @@ class Announcer:
     name: str
     domain: str
     about: Callable[[], dict[str, Any]] = field(default=dict)
+    chore: Callable[[], None] | None = None  # run in a thread before each announcement
 
     async def announce(self, nc: Any, js: JetStreamContext) -> None:
         body: dict[str, Any] = {"host": self.name, "domain": self.domain, "at": time.time(), **self.about()}
@@ -242,6 +313,11 @@ class Announcer:
     async def run(self, nc: Any, every: float = ANNOUNCE_S) -> None:
         js = nc.jetstream()
         while True:
+            if self.chore is not None:
+                try:
+                    await asyncio.to_thread(self.chore)
+                except Exception as exc:
+                    log.debug("host chore failed: %s", exc)
             try:
                 await self.announce(nc, js)
             except Exception as exc:  # the local server restarting: the client reconnects
@@ -276,10 +352,6 @@ async def serve_host(
     finally:
         with contextlib.suppress(Exception):
             await nc.close()
-
-
-# A source the hub has not heard from for this long (its heartbeats come every second) is cut off.
-CUT_AFTER_S = 5.0
 
 
 @dataclass

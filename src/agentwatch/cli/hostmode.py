@@ -50,6 +50,22 @@ def _about(environ: dict[str, str], server: str) -> Any:
     return about
 
 
+def _drain(environ: dict[str, str]) -> None:
+    """Send what the hook spooled (a run past its deadline on a busy machine) to this host's
+    stream: here the bus is local and always up, so it need not wait for the next hook run."""
+    from agentwatch.emitter.hook import Publisher, refit, spool_for
+
+    spool = spool_for(environ)
+    if spool.is_empty():
+        return
+    deadline = time.monotonic() + 5.0
+    publisher = Publisher(environ, deadline)
+    try:
+        spool.flush(publisher.publish, deadline, refit(publisher.max_payload))
+    finally:
+        publisher.close()
+
+
 def cmd_up_host(hub: str, local_nats: Any, probe_bus: Any) -> int:
     """Run this host; `local_nats` and `probe_bus` are cli/pipeline.py's (which calls this)."""
     from agentwatch.bus import fleet
@@ -95,7 +111,7 @@ def cmd_up_host(hub: str, local_nats: Any, probe_bus: Any) -> int:
         ):
             print(line, flush=True)
 
-    announcer = fleet.Announcer(name, domain, _about(environ, server))
+    announcer = fleet.Announcer(name, domain, _about(environ, server), lambda: _drain(environ))
     try:
         asyncio.run(_serve(url, environ, announcer, ready))
     except KeyboardInterrupt:

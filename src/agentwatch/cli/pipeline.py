@@ -323,11 +323,12 @@ def _hub_fleet(environ: Mapping[str, str]) -> Any:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    if getattr(args, "hub", None):
+    hub = getattr(args, "hub", None) or os.environ.get("AGENTWATCH_HUB_URL", "").strip()
+    if hub:
         require("up --hub", "consumers", "nats")
         from agentwatch.cli.hostmode import cmd_up_host
 
-        return cmd_up_host(args.hub, LocalNats, probe_bus)
+        return cmd_up_host(hub, LocalNats, probe_bus)
     require("up", "consumers", "faststream", "chdb")
     if getattr(args, "dashboard", False):
         require("up --dashboard", "tui", "textual")
@@ -422,8 +423,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--hub",
         metavar="URL",
         help="run this machine as an agent host of a fleet: its bus a leaf of the hub at URL "
-        "(nats-leaf://leaf:PASSWORD@hub:7422), its events kept in its own stream until the hub has them; "
-        "no store here",
+        "(nats-leaf://leaf:PASSWORD@hub:7422; or AGENTWATCH_HUB_URL, which keeps the password off the "
+        "command line), its events kept in its own stream until the hub has them; no store here",
     )
     up.add_argument(
         "--demo",

@@ -124,7 +124,8 @@ def build(
             metrics.attach(writer, lambda: consumer_info(broker), clickhouse_url)
         if watchdog is not None:
             await watchdog.start(broker)
-        reporter.extend(_background(broker, writer, status if store else None, environ, store))
+        fleet_url = nats_url if store else ""
+        reporter.extend(_background(broker, writer, status if store else None, environ, fleet_url, metrics))
 
     @app.on_shutdown
     async def stopping() -> None:
@@ -146,14 +147,21 @@ def build(
 
 
 def _background(
-    broker: NatsBroker, writer: StoreWriter, status: TextIO | None, environ: Mapping[str, str], store: bool
+    broker: NatsBroker,
+    writer: StoreWriter,
+    status: TextIO | None,
+    environ: Mapping[str, str],
+    nats_url: str,
+    metrics: Metrics | None,
 ) -> list[asyncio.Task[None]]:
     """The collector's own tasks: the status line, and a fleet's hosts sourced as they announce
     themselves (bus/fleet.py)."""
     tasks = [asyncio.create_task(_report(broker, writer, status))] if status is not None else []
-    if store:
-        stream = lambda: broker.config.connection_state.stream  # noqa: E731
-        tasks.append(asyncio.create_task(fleet.watch_hosts(stream, environ)))
+    if nats_url:
+        sync = fleet.HostSync(environ)
+        if metrics is not None:
+            metrics.hosts = sync.gauges
+        tasks.append(asyncio.create_task(fleet.watch_hosts(nats_url, sync)))
     return tasks
 
 
