@@ -124,8 +124,8 @@ def build(
             metrics.attach(writer, lambda: consumer_info(broker), clickhouse_url)
         if watchdog is not None:
             await watchdog.start(broker)
-        fleet_url = nats_url if store else ""
-        reporter.extend(_background(broker, writer, status if store else None, environ, fleet_url, metrics))
+        store_url = nats_url if store else ""
+        reporter.extend(_background(broker, writer, status, environ, store_url, metrics, watchdog))
 
     @app.on_shutdown
     async def stopping() -> None:
@@ -151,17 +151,22 @@ def _background(
     writer: StoreWriter,
     status: TextIO | None,
     environ: Mapping[str, str],
-    nats_url: str,
+    store_url: str,
     metrics: Metrics | None,
+    watchdog: Watchdog | None,
 ) -> list[asyncio.Task[None]]:
-    """The collector's own tasks: the status line, and a fleet's hosts sourced as they announce
-    themselves (bus/fleet.py)."""
+    """The tasks of a collector that runs the store (`store_url`, its bus; '' for the watchdog
+    alone: none): the status line, and a fleet's hosts sourced as they announce themselves
+    (bus/fleet.py), their figures to /metrics and the watchdog."""
+    if not store_url:
+        return []
     tasks = [asyncio.create_task(_report(broker, writer, status))] if status is not None else []
-    if nats_url:
-        sync = fleet.HostSync(environ)
-        if metrics is not None:
-            metrics.hosts = sync.gauges
-        tasks.append(asyncio.create_task(fleet.watch_hosts(nats_url, sync)))
+    sync = fleet.HostSync(environ)
+    if metrics is not None:
+        metrics.hosts = sync.gauges
+    if watchdog is not None:
+        watchdog.hosts = sync.gauges
+    tasks.append(asyncio.create_task(fleet.watch_hosts(store_url, sync)))
     return tasks
 
 

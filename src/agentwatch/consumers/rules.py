@@ -40,6 +40,7 @@ DEFAULTS: dict[str, tuple[str, dict[str, float]]] = {
     "idle_with_open_tasks": ("info", {"after_s": 600.0}),
     "budget": ("critical", {"session_usd": 50.0, "agent_usd": 50.0, "team_usd": 200.0}),
     "hook_health": ("warning", {"spool_bytes": 1_000_000.0}),
+    "host_cut": ("warning", {"after_s": 60.0}),
 }
 _COMMON = {"enabled", "severity", "cooldown_s"}
 SEVERITIES = ("info", "warning", "critical")
@@ -238,6 +239,7 @@ class Engine:
         self.durations: dict[str, deque[float]] = {}
         self.tasks: dict[str, set[str]] = {}  # team -> open task ids
         self.spool: dict[str, int] = {}  # host -> the spool backlog it reported last
+        self.contact: dict[str, float] = {}  # a fleet's host -> when the hub last heard from it
         self.costs: list[tuple[str, str, float]] = []  # (scope, name, usd)
         self.firing: dict[str, Json] = {}  # alert key -> the alert as published
         self.resolved_at: dict[str, float] = {}  # alert key -> when it last resolved
@@ -303,6 +305,10 @@ class Engine:
         else:
             state.working, state.idle_since = True, 0.0
         return state
+
+    def observe_hosts(self, rows: Iterable[tuple[str, float, float | None, int | None]], now: float) -> None:
+        """A fleet's hosts as the hub sees them (bus/fleet.py HostSync.gauges): when each was heard."""
+        self.contact = {host: now - active for host, _, active, _ in rows if active is not None}
 
     def observe_costs(self, rows: Iterable[tuple[str, str, float | None]]) -> None:
         """(scope session|agent|team, name, cost in USD or None while unknown)."""
@@ -378,6 +384,10 @@ class Engine:
             found += [o for o in self._agent_conditions(state, now) if o.rule in on]
         if "budget" in on:
             found += self._budget()
+        if "host_cut" in on:  # nothing from a fleet's host: its events wait on it
+            cut = {h: at for h, at in self.contact.items() if now - at > self.rules["host_cut"]["after_s"]}
+            found += [Open("host_cut", f"host_cut|{h}", at, host=h, summary=f"host {h} cut off from the hub")
+                      for h, at in cut.items()]  # fmt: skip
         if "hook_health" in on:
             limit = self.rules["hook_health"]["spool_bytes"]
             for host, backlog in self.spool.items():
