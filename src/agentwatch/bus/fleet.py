@@ -160,16 +160,22 @@ class HostSync:
         self.states: dict[str, SourceState] = {}
 
     def gauges(self) -> list[tuple[str, float, float | None, int | None]]:
-        """(host, backlog as of the last contact, seconds since it, spool bytes) per host."""
+        """(host, backlog as of the last contact, seconds since it, spool bytes) per host. The
+        last contact is the source's, or the host's last announcement when that came later (a
+        hub restarted meanwhile has had no contact with a cut host's source at all)."""
         out = []
+        now = time.time()
         for domain in sorted(set(self.known) | set(self.states)):
             a, state = self.known.get(domain, {}), self.states.get(domain)
             spool = a.get("spool_bytes")
+            heard = [now - float(a["arrived"])] if a.get("arrived") else []
+            if state is not None and state.active_s is not None:
+                heard.append(state.active_s)
             out.append(
                 (
                     str(a.get("host") or domain),
                     float(state.lag) if state else float(a.get("last_seq") or 0),
-                    state.active_s if state else None,
+                    max(min(heard), 0.0) if heard else None,
                     int(spool) if isinstance(spool, int) else None,
                 )
             )
