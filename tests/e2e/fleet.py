@@ -135,6 +135,13 @@ class Hub:
         row = json.loads(result.stdout)[0]
         return int(row["n"]), int(row["u"])
 
+    def alerts(self, rule: str, host: str) -> list[str]:
+        """The states of the alerts of `rule` on `host` the store holds, one per change."""
+        where = f"rule = '{rule}' AND host = '{host}'"
+        query = f"SELECT state FROM alerts FINAL WHERE {where} ORDER BY at"  # noqa: S608
+        result = run_cli("sql", query, "--format", "json", env=self.env)
+        return [row["state"] for row in json.loads(result.stdout)] if result.returncode == 0 else []
+
     def wait_count(self, host: str, expected: int, timeout: float) -> float:
         """Seconds until `expected` events of `host` are stored; AssertionError after `timeout`,
         or at once when any is stored twice."""
