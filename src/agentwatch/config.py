@@ -54,6 +54,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_NATS_KEY", "unset", "all", "client key file for AGENTWATCH_NATS_CERT"),
     Setting("AGENTWATCH_NATS_NKEY", "unset", "all", "NKEY seed file (the hook falls back to nats-py for it)"),
     Setting("AGENTWATCH_NATS_CREDS", "unset", "all", "creds file (the hook falls back to nats-py for it)"),
+    Setting("AGENTWATCH_HOST", "the machine's host name", "all",
+            "this host's name: on its events, and its JetStream domain in a fleet (`up --hub`)"),
+    Setting("AGENTWATCH_HUB_URL", "unset", "collector",
+            "set, `agentwatch up` runs this machine as an agent host of the hub at this leaf URL "
+            "(what `up --hub` says, kept off the command line)"),
     Setting("AGENTWATCH_DATA_DIR", "$XDG_DATA_HOME/agentwatch, else ~/.local/share/agentwatch", "all",
             "spool, crash log, embedded ClickHouse and NATS data"),
     Setting("AGENTWATCH_DEADLINE_MS", "400", "hook", "the hook's whole-run deadline"),
@@ -119,6 +124,8 @@ SETTINGS: tuple[Setting, ...] = (
             "1: tool call arguments and results on the exported spans (redacted as on the bus)"),
     Setting("AGENTWATCH_OTLP_EXPORT_METRICS_S", "30", "collector",
             "seconds between two metric exports; 0: no metrics (a backend that takes traces only)"),
+    Setting("AGENTWATCH_LEAF_ADDR", "off", "collector",
+            "where `up` takes agent hosts' leaf connections (host:port, e.g. 0.0.0.0:7422), or off"),
     Setting("AGENTWATCH_ALERTS_FILE", "<data dir>/alerts.toml", "collector",
             "the alert rules (TOML; a commented default is written on first start)"),
     Setting("AGENTWATCH_ALERTS_REPLAY_SECONDS", "3600", "collector",
@@ -206,6 +213,24 @@ def config_dir(environ: Mapping[str, str] | None = None) -> str:
         return _absolute(explicit)
     xdg = environ.get("XDG_CONFIG_HOME") or _join(_home(), ".config")
     return _join(xdg, "agentwatch")
+
+
+def host_name(environ: Mapping[str, str] | None = None) -> str:
+    """AGENTWATCH_HOST, else the machine's host name: what this host's events name as their host,
+    and in a fleet its JetStream domain (host_domain)."""
+    name = _environ(environ).get("AGENTWATCH_HOST", "").strip()
+    if name:
+        return name
+    import _socket
+
+    return str(_socket.gethostname())
+
+
+def host_domain(name: str) -> str:
+    """The JetStream domain of host `name` (`up --hub`): its letters, digits, `-` and `_`, each
+    other character as `-` (a domain is one token of the API subjects `$JS.<domain>.API.>`)."""
+    kept = "".join(c if (c.isascii() and c.isalnum()) or c in "-_" else "-" for c in name.strip())
+    return kept or "host"
 
 
 def ensure_dir(path: str) -> str:

@@ -33,6 +33,7 @@ USERS_XML = DEPLOY / "clickhouse" / "users.d" / "agentwatch.xml"
 CONFIG_XML = DEPLOY / "clickhouse" / "config.d" / "agentwatch.xml"
 UP_UNIT = DEPLOY / "systemd" / "agentwatch-up.service"
 STORE_UNIT = DEPLOY / "systemd" / "agentwatch-store.service"
+HOST_UNIT = DEPLOY / "systemd" / "agentwatch-host.service"
 
 # An exact release: 2.15.1, 25.8.30.16, 3.11.15; an optional variant suffix; an optional digest.
 EXACT_TAG = re.compile(r"^[\w.\-/]+:\d+\.\d+\.\d+(?:\.\d+)?(?:-[a-z0-9.\-]+)?(?:@sha256:[0-9a-f]{64})?$")
@@ -265,7 +266,7 @@ def unit(path: Path) -> configparser.ConfigParser:
     return parser
 
 
-@pytest.mark.parametrize("path", [UP_UNIT, STORE_UNIT], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [UP_UNIT, STORE_UNIT, HOST_UNIT], ids=lambda p: p.name)
 def test_unit_restarts_and_stops_gracefully(path: Path) -> None:
     u = unit(path)
     assert {"Unit", "Service", "Install"} <= set(u.sections())
@@ -291,6 +292,17 @@ def test_up_unit_is_a_user_unit() -> None:
     assert service["KillMode"] == "mixed"
     assert u["Install"]["WantedBy"] == "default.target"
     # Options the user manager cannot apply.
+    for key in ("User", "Group", "DynamicUser", "ProtectSystem", "ProtectHome", "PrivateTmp"):
+        assert key not in service
+
+
+def test_host_unit_runs_host_mode_with_the_hub_url_from_a_file() -> None:
+    u = unit(HOST_UNIT)
+    service = u["Service"]
+    assert service["ExecStart"].endswith("agentwatch up")  # host mode by AGENTWATCH_HUB_URL
+    assert service["EnvironmentFile"].endswith("/host.env")
+    assert "AGENTWATCH_HUB_URL=" in HOST_UNIT.read_text()
+    assert u["Install"]["WantedBy"] == "default.target"
     for key in ("User", "Group", "DynamicUser", "ProtectSystem", "ProtectHome", "PrivateTmp"):
         assert key not in service
 

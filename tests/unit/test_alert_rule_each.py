@@ -27,6 +27,11 @@ def task(t: float, event: str) -> Step:
     return (t, event, {"data": {"task_id": "t1", "team_name": "crew"}})
 
 
+def heard(t: float, seconds_ago: float) -> Step:
+    """The hub's view of a fleet's host `h`: last heard from `seconds_ago` before T + t."""
+    return (t, "hosts", {"rows": [("h", 0.0, seconds_ago, None)], "at": T + t})
+
+
 def spool(t: float, size: int) -> Step:
     return (t, "Stop", {"spool_bytes": size})
 
@@ -62,6 +67,7 @@ CASES: dict[str, tuple[str, list[Step], float, list[Step], float, list[Step], fl
     ),
     "budget": ("session_usd = 10", [costs(0, 5.0)], 1, [costs(2, 12.0)], 3, [costs(4, 8.0)], 5),
     "hook_health": ("spool_bytes = 1000", [spool(0, 10)], 1, [spool(2, 5000)], 3, [spool(4, 0)], 5),
+    "host_cut": ("after_s = 60", [heard(0, 1.0)], 30, [heard(90, 70.0)], 90, [heard(120, 0.5)], 120),
 }  # fmt: skip
 
 
@@ -78,6 +84,9 @@ def test_the_rule_stays_quiet_fires_and_resolves(rule: str) -> None:
         for t, event, fields in steps:
             if event == "costs":
                 eng.observe_costs(fields["rows"])
+                continue
+            if event == "hosts":
+                eng.observe_hosts(fields["rows"], fields["at"])
                 continue
             base = {"id": f"{event}{t}", "timestamp": iso(T + t), "event": event}
             eng.observe({**base, "agent": "a", "team": "crew", "session_id": "s", "host": "h", **fields})

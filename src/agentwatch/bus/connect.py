@@ -38,6 +38,7 @@ async def connect(
     disconnected: Callback | None = None,
     reconnected: Callback | None = None,
     error: Callable[[Exception], Awaitable[None]] | None = None,
+    inbox_prefix: str = "",
 ) -> Client:
     """A connection to the bus.
 
@@ -73,6 +74,8 @@ async def connect(
         max_reconnect_attempts=-1,
         reconnect_time_wait=1 if persistent else 0.1,
     )
+    if inbox_prefix:  # replies that must come back through a leaf link that admits only these
+        opts["inbox_prefix"] = inbox_prefix
     if disconnected is not None:
         opts["disconnected_cb"] = disconnected
     if reconnected is not None:

@@ -106,11 +106,12 @@ async def ensure_stream(js: JetStreamContext, environ: Mapping[str, str] = os.en
     """Create the stream, or update it to the configured limits; returns what was done."""
     for wanted in (alerts_stream_config(environ), stream_config(environ)):
         try:
-            await js.stream_info(str(wanted.name))
+            info = await js.stream_info(str(wanted.name))
         except NotFoundError:
             await js.add_stream(wanted)
             done = "created"
             continue
+        wanted.sources = info.config.sources  # a fleet's hosts (bus/fleet.py) stay sourced
         await js.update_stream(wanted)
         done = "updated"
     return done  # of GENIE

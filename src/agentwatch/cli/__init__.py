@@ -21,6 +21,7 @@ from agentwatch.cli import (
     doctor,
     export,
     hooks,
+    hosts,
     importer,
     otel,
     pipeline,
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         web,
         demo,
         hooks,
+        hosts,
         spool,
         doctor,
     ):

@@ -54,6 +54,13 @@ _STORE_PUBLISH = [
     "$JS.API.STREAM.CREATE.ALERTS",
     "$JS.API.STREAM.UPDATE.ALERTS",
     "agentwatch.alert.>",
+    # A fleet (bus/fleet.py): the hub's HOSTS stream of announcements, which the hub's collector
+    # reads to source each host (and `hosts forget` purges); a host's `up` announces itself.
+    "$JS.API.STREAM.INFO.HOSTS",
+    "$JS.API.STREAM.CREATE.HOSTS",
+    "$JS.API.STREAM.MSG.GET.HOSTS",
+    "$JS.API.STREAM.PURGE.HOSTS",
+    "agentwatch.hosts.*",
 ]
 _STORE_DENY = [
     "$JS.API.CONSUMER.DELETE.GENIE.agentwatch-store",
@@ -85,11 +92,42 @@ PERMISSIONS: dict[str, dict[str, object]] = {
                 # `agentwatch status`: how full the stream is, how far behind the consumers are.
                 "$JS.API.STREAM.INFO.GENIE",
                 "$JS.API.CONSUMER.INFO.GENIE.*",
+                # `agentwatch hosts`: the hosts' announcements, and each host's own stream (its
+                # last sequence, its oldest message not yet at the hub) through its domain.
+                "$JS.API.STREAM.INFO.HOSTS",
+                "$JS.API.STREAM.MSG.GET.HOSTS",
+                "$JS.*.API.STREAM.INFO.GENIE",
+                "$JS.*.API.STREAM.MSG.GET.GENIE",
             ]
         },
-        "subscribe": {"allow": ["genie.>", "agentwatch.alert.>", "_INBOX.>"]},
+        "subscribe": {"allow": ["genie.>", "agentwatch.alert.>", "_INBOX.>", "_AW_FLEET.>"]},
     },
 }
+
+
+# A host's leaf connection (`agentwatch up --hub`), as the hub sees it. Into the hub it may send
+# only what sourcing its stream takes: the deliveries of the sourcing consumer ($JS.S.>), the
+# answers to the hub's JetStream requests ($JSC.R.>) and to `agentwatch hosts` (_AW_FLEET.>), and
+# its announcements; out of the hub it
+# receives the JetStream requests for a domain ($JS.<domain>.API.>) and the flow control of the
+# deliveries ($JS.FC.>). It may neither publish nor receive genie.> (events cross the link only
+# by sourcing, never twice by core NATS), nor ask any JetStream API through the hub: a host reads
+# no other host's stream.
+LEAF = "leaf"
+LEAF_PERMISSIONS: dict[str, object] = {
+    "publish": {"allow": ["$JS.S.>", "$JSC.R.>", "_AW_FLEET.>", "agentwatch.hosts.*"]},
+    "subscribe": {"allow": ["$JS.*.API.>", "$JS.FC.>"]},
+}
+
+
+class Fleet:
+    """What `up` adds to its bus in a fleet: as the hub, a leaf port for the hosts (and their
+    login, `leaf`); as a host, its JetStream domain and its leaf connection to the hub."""
+
+    def __init__(self, *, leaf_listen: str = "", hub: str = "", domain: str = "") -> None:
+        self.leaf_listen = leaf_listen  # host:port (the hub)
+        self.hub = hub  # nats-leaf://leaf:password@hub:7422 (a host)
+        self.domain = domain
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -104,12 +142,13 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def ensure_logins(environ: Mapping[str, str]) -> dict[str, str]:
-    """Each role's password, made (and written, mode 0600) for those that have none yet."""
+def ensure_logins(environ: Mapping[str, str], more: tuple[str, ...] = ()) -> dict[str, str]:
+    """Each role's password (and each of `more`'s), made (and written, mode 0600) for those that
+    have none yet."""
     folder = Path(config.ensure_dir(config.login_dir(environ)))
     folder.chmod(0o700)
     passwords = {}
-    for role in config.ROLES:
+    for role in (*config.ROLES, *more):
         path = Path(config.login_path(environ, role))
         try:
             password = path.read_text().strip()
@@ -124,13 +163,22 @@ def ensure_logins(environ: Mapping[str, str]) -> dict[str, str]:
     return passwords
 
 
-def server_config(passwords: dict[str, str]) -> str:
-    """nats-server's config: the account, JetStream enabled in it, a user per role. JSON is valid
+def server_config(passwords: dict[str, str], fleet: Fleet | None = None, store_dir: str = "") -> str:
+    """nats-server's config: the account, JetStream enabled in it, a user per role; in a fleet
+    the hub's leaf port and its `leaf` user, or a host's domain and leaf connection. JSON is valid
     in nats-server's config syntax, and quotes every password and subject as it is."""
     users = [
         {"user": role, "password": passwords[role], "permissions": PERMISSIONS[role]} for role in config.ROLES
     ]
-    accounts = {"accounts": {ACCOUNT: {"jetstream": "enabled", "users": users}}}
+    accounts: dict[str, object] = {"accounts": {ACCOUNT: {"jetstream": "enabled", "users": users}}}
+    if fleet is not None and fleet.leaf_listen:
+        users.append({"user": LEAF, "password": passwords[LEAF], "permissions": LEAF_PERMISSIONS})
+        # Hosts reach the hub at the URL they were given (a proxy, a load balancer, a NAT): the
+        # hub does not tell them its own addresses to reconnect to instead.
+        accounts["leafnodes"] = {"listen": fleet.leaf_listen, "no_advertise": True}
+    if fleet is not None and fleet.hub:
+        accounts["jetstream"] = {"store_dir": store_dir, "domain": fleet.domain}
+        accounts["leafnodes"] = {"remotes": [{"urls": [fleet.hub], "account": ACCOUNT}]}
     head = (
         "# Written by `agentwatch up` on every start, from the passwords beside it (<role>.password):\n"
         "# change a password there, not here. See docs/deploy.md.\n"
@@ -138,10 +186,11 @@ def server_config(passwords: dict[str, str]) -> str:
     return head + json.dumps(accounts, indent=2) + "\n"
 
 
-def write_server_config(environ: Mapping[str, str]) -> str:
+def write_server_config(environ: Mapping[str, str], fleet: Fleet | None = None, store_dir: str = "") -> str:
     """The logins made if need be, the server's config written (mode 0600); its path."""
     path = Path(config.login_dir(environ)) / CONFIG_NAME
-    _write_private(path, server_config(ensure_logins(environ)))
+    passwords = ensure_logins(environ, (LEAF,) if fleet is not None and fleet.leaf_listen else ())
+    _write_private(path, server_config(passwords, fleet, store_dir))
     return str(path)
 
 

@@ -209,7 +209,6 @@ def import_file(path: Path, source: Source, publisher: Publisher, progress: Prog
 def run_import(roots: Path | list[Path], environ: Any = None, out: TextIO = sys.stdout) -> Progress:
     """Import every log under `roots`; the progress it made. Raises CliError when the bus cannot
     be reached or stops answering."""
-    import _socket
 
     from agentwatch.emitter.hook import Publisher
     from agentwatch.emitter.wire import BusError
@@ -222,7 +221,7 @@ def run_import(roots: Path | list[Path], environ: Any = None, out: TextIO = sys.
         publisher = Publisher(environ, time.monotonic() + BATCH_SECONDS)
     except (BusError, OSError, ValueError) as exc:
         raise CliError(f"cannot reach the bus at {url} ({exc}): start it with `agentwatch up`") from None
-    host = _socket.gethostname()
+    host = config.host_name(environ)
     try:
         for path in files:
             import_file(path, source_of(path, host), publisher, progress)

@@ -125,11 +125,14 @@ class LocalNats:
     """The bundled nats-server, started for this run and stopped with it, with a user per role
     (cli/buslogin.py): nothing logs in without one of the data dir's passwords."""
 
-    def __init__(self, url: ServerURL, environ: Mapping[str, str], *, logins: bool = True) -> None:
+    def __init__(
+        self, url: ServerURL, environ: Mapping[str, str], *, logins: bool = True, fleet: Any = None
+    ) -> None:
         data_dir = config.data_dir(environ)
         self.url = url
         self.environ = environ
         self.logins = logins  # False: no users at all (a benchmark's bare bus)
+        self.fleet = fleet  # buslogin.Fleet: the hub's leaf port, or a host's domain and hub
         self.store_dir = os.path.join(data_dir, "nats")
         self.log_path = os.path.join(data_dir, "nats-server.log")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -147,8 +150,15 @@ class LocalNats:
         args = [binary, "-a", self.url.host, "-p", str(self.url.port), "-js", "-sd", self.store_dir,
                 "-n", "agentwatch", "-l", self.log_path]  # fmt: skip
         if self.logins:  # the users and their passwords in a file, never on the command line
-            args[1:1] = ["-c", buslogin.write_server_config(self.environ)]
+            conf = buslogin.write_server_config(self.environ, self.fleet, self.store_dir)
+            args[1:1] = ["-c", conf]
             self.adopted = buslogin.adopt_global_streams(self.store_dir)
+            if self.fleet is not None and self.fleet.hub:  # JetStream (with its domain) as configured
+                # Each server of a fleet has a name of its own: the hub refuses a second leaf
+                # connection from a server whose name it already has.
+                args[args.index("-n") + 1] = f"agentwatch-{self.fleet.domain}"
+                args.remove("-js")
+                del args[args.index("-sd") : args.index("-sd") + 2]
         self.proc = subprocess.Popen(
             args,
             stdout=subprocess.DEVNULL,
@@ -320,7 +330,25 @@ def cmd_up_with_dashboard(args: argparse.Namespace) -> int:
                     child.wait()
 
 
+def _hub_fleet(environ: Mapping[str, str]) -> Any:
+    """The leaf port hosts join this hub on (AGENTWATCH_LEAF_ADDR), or None when it is off."""
+    from agentwatch.cli.buslogin import Fleet
+
+    try:
+        leaf = config.listen_address(environ, "AGENTWATCH_LEAF_ADDR", "off")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    host = f"[{leaf[0]}]" if leaf and ":" in leaf[0] else leaf[0] if leaf else ""
+    return None if leaf is None else Fleet(leaf_listen=f"{host}:{leaf[1]}")
+
+
 def cmd_up(args: argparse.Namespace) -> int:
+    hub = getattr(args, "hub", None) or os.environ.get("AGENTWATCH_HUB_URL", "").strip()
+    if hub:
+        require("up --hub", "consumers", "nats")
+        from agentwatch.cli.hostmode import cmd_up_host
+
+        return cmd_up_host(hub, LocalNats, probe_bus)
     require("up", "consumers", "faststream", "chdb")
     if getattr(args, "dashboard", False):
         require("up --dashboard", "tui", "textual")
@@ -345,7 +373,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise CliError(probe.message)
     require_clickhouse(environ)
     if probe.info is None:
-        local = LocalNats(first, environ)
+        fleet = _hub_fleet(environ)
+        local = LocalNats(first, environ, fleet=fleet)
         try:
             local.start()
         except RuntimeError as exc:
@@ -356,6 +385,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
         if local.adopted:
             bus_line += "; the streams kept from before it had logins moved into its account"
+        if fleet is not None:
+            bus_line += (
+                f"\nfleet:       hosts join on nats-leaf://leaf:PASSWORD@{fleet.leaf_listen} "
+                f"(`agentwatch up --hub URL`; the password in {config.login_path(environ, 'leaf')})"
+            )
     else:
         if not probe.info.get("jetstream"):
             raise CliError(f"the NATS server at {first.display()} has JetStream off: the store needs it")
@@ -411,6 +445,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="run the pipeline in the background (output in the data dir) and open the dashboard; "
         "quitting the dashboard stops it",
+    )
+    up.add_argument(
+        "--hub",
+        metavar="URL",
+        help="run this machine as an agent host of a fleet: its bus a leaf of the hub at URL "
+        "(nats-leaf://leaf:PASSWORD@hub:7422; or AGENTWATCH_HUB_URL, which keeps the password off the "
+        "command line), its events kept in its own stream until the hub has them; no store here",
     )
     up.add_argument(
         "--demo",

@@ -28,7 +28,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +81,8 @@ class Watchdog:
         self.durable = durable  # the durable whose deliveries it sees (the store's, beside it)
         self.environ = environ
         self.engine = Engine()
+        # A fleet's hosts as the hub sees them (bus/fleet.py HostSync.gauges), for `host_cut`.
+        self.hosts: Callable[[], list[tuple[str, float, float | None, int | None]]] = list
         self.path = rules_path(environ)
         self.rules_error = ""
         self._mtime = -1.0
@@ -209,6 +211,7 @@ class Watchdog:
                 if time.monotonic() - last_costs >= budget_poll:
                     last_costs = time.monotonic()
                     await self._poll_costs()
+                self.engine.observe_hosts(self.hosts(), time.time())
                 await self.publish(self.engine.tick(time.time()))
             except Exception:  # never let the watchdog die on one bad tick
                 log.exception("alerts: tick failed")

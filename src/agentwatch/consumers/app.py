@@ -19,7 +19,7 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 
 from agentwatch import config
-from agentwatch.bus import fastpull
+from agentwatch.bus import fastpull, fleet
 from agentwatch.bus import streams as bus
 from agentwatch.consumers.alerts import FETCH_WINDOW_S, Watchdog, alerts_router, rules_path
 from agentwatch.consumers.metrics import Metrics
@@ -124,8 +124,8 @@ def build(
             metrics.attach(writer, lambda: consumer_info(broker), clickhouse_url)
         if watchdog is not None:
             await watchdog.start(broker)
-        if status is not None and store:
-            reporter.append(asyncio.create_task(_report(broker, writer, status)))
+        store_url = nats_url if store else ""
+        reporter.extend(_background(broker, writer, status, environ, store_url, metrics, watchdog))
 
     @app.on_shutdown
     async def stopping() -> None:
@@ -144,6 +144,30 @@ def build(
             print(f"\nstopped: {summary}", file=status, flush=True)
 
     return Collector(app, broker, writer, store_client, readers, applied, watchdog, metrics, otlp)
+
+
+def _background(
+    broker: NatsBroker,
+    writer: StoreWriter,
+    status: TextIO | None,
+    environ: Mapping[str, str],
+    store_url: str,
+    metrics: Metrics | None,
+    watchdog: Watchdog | None,
+) -> list[asyncio.Task[None]]:
+    """The tasks of a collector that runs the store (`store_url`, its bus; '' for the watchdog
+    alone: none): the status line, and a fleet's hosts sourced as they announce themselves
+    (bus/fleet.py), their figures to /metrics and the watchdog."""
+    if not store_url:
+        return []
+    tasks = [asyncio.create_task(_report(broker, writer, status))] if status is not None else []
+    sync = fleet.HostSync(environ)
+    if metrics is not None:
+        metrics.hosts = sync.gauges
+    if watchdog is not None:
+        watchdog.hosts = sync.gauges
+    tasks.append(asyncio.create_task(fleet.watch_hosts(store_url, sync)))
+    return tasks
 
 
 def _subscribe(

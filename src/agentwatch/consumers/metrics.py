@@ -44,6 +44,7 @@ TOP_REPOS_SETTING = "AGENTWATCH_METRICS_TOP_REPOS"
 DEFAULT_TOP_REPOS = 20
 DEFAULT_ADDR = "127.0.0.1:9464"
 CACHE_SECONDS = 5.0
+METRIC_HOSTS = 500
 OTHER = "other"
 INSERT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -96,6 +97,8 @@ class Metrics:
         )  # fmt: skip
         for table in ("events", "messages"):
             self.stored.labels(table)
+        # A fleet's hosts (bus/fleet.py HostSync.gauges): (host, backlog, seconds since contact, spool).
+        self.hosts: Callable[[], list[tuple[str, float, float | None, int | None]]] = list
         self._stats: Callable[[], StoreStats] | None = None
         self._backlog: Callable[[], int] = lambda: 0
         self._consumer: Callable[[], Coroutine[Any, Any, Any]] | None = None
@@ -186,7 +189,28 @@ class Metrics:
             doc = "Messages the store's consumer has had redelivered"
             out.append(GaugeMetricFamily("agentwatch_redelivered", doc, value=redelivered))
         out.append(pending)
+        out.extend(self.host_figures())
         return out
+
+    def host_figures(self) -> list[Metric]:
+        """Per host of a fleet: its backlog not yet at the hub (as of the last contact), seconds
+        since the hub last heard from it, and the hook's spool there."""
+        backlog = GaugeMetricFamily(
+            "agentwatch_host_backlog", "Messages of a host's stream not at the hub yet", labels=["host"]
+        )
+        silent = GaugeMetricFamily(
+            "agentwatch_host_seconds_since_contact", "Seconds since the hub heard of a host", labels=["host"]
+        )
+        spool = GaugeMetricFamily(
+            "agentwatch_host_spool_bytes", "Bytes in the hook's spool on a host", labels=["host"]
+        )
+        for host, lag, active, spooled in bounded_hosts(self.hosts()):
+            backlog.add_metric([host], lag)
+            if active is not None:
+                silent.add_metric([host], active)
+            if spooled is not None:
+                spool.add_metric([host], spooled)
+        return [backlog, silent, spool]
 
     def _consumer_info(self) -> Any:
         if self._consumer is None or self._loop is None or self._loop.is_closed():
@@ -219,6 +243,13 @@ class Metrics:
 class _Server(Bounded, WSGIServer):
     door = "metrics"
     log = log
+
+
+def bounded_hosts(
+    rows: list[tuple[str, float, float | None, int | None]],
+) -> list[tuple[str, float, float | None, int | None]]:
+    """At most METRIC_HOSTS hosts, the most behind first: a label set of bounded size."""
+    return sorted(rows, key=lambda r: -r[1])[:METRIC_HOSTS]
 
 
 class _Handler(WSGIRequestHandler):

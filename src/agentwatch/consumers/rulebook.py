@@ -92,6 +92,13 @@ class HookHealth:
     spool_bytes: int = 1_000_000
 
 
+@dataclass(frozen=True)
+class HostCut:
+    """A fleet's host the hub has not heard from for `after_s`: its events wait on it."""
+
+    after_s: float = 60.0
+
+
 LimitsT = TypeVar("LimitsT")
 
 
@@ -131,6 +138,7 @@ class Rules(Mapping[str, Rule[Any]]):
     idle_with_open_tasks: Rule[IdleWithOpenTasks] = Rule("idle_with_open_tasks", "info", IdleWithOpenTasks())
     budget: Rule[Budget] = Rule("budget", "critical", Budget())
     hook_health: Rule[HookHealth] = Rule("hook_health", "warning", HookHealth())
+    host_cut: Rule[HostCut] = Rule("host_cut", "warning", HostCut())
 
     def __getitem__(self, name: str) -> Rule[Any]:
         if name not in NAMES:

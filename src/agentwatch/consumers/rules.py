@@ -147,6 +147,7 @@ class Engine:
         # and a teammate's TaskCompleted share their session whatever `team_name` each carries.
         self.tasks: dict[tuple[str, str], set[str]] = {}
         self.spool: dict[str, int] = {}  # host -> the spool backlog it reported last
+        self.contact: dict[str, float] = {}  # a fleet's host -> when the hub last heard from it
         self.costs: list[tuple[str, str, float]] = []  # (scope, name, usd)
         self.firing: dict[str, Json] = {}  # alert key -> the alert as published
         self.resolved_at: dict[str, float] = {}  # alert key -> when it last resolved
@@ -214,6 +215,10 @@ class Engine:
         else:
             state.working, state.idle_since = True, 0.0
         return state
+
+    def observe_hosts(self, rows: Iterable[tuple[str, float, float | None, int | None]], now: float) -> None:
+        """A fleet's hosts as the hub sees them (bus/fleet.py HostSync.gauges): when each was heard."""
+        self.contact = {host: now - active for host, _, active, _ in rows if active is not None}
 
     def observe_costs(self, rows: Iterable[tuple[str, str, float | None]]) -> None:
         """(scope session|agent|team, name, cost in USD or None while unknown)."""
@@ -289,6 +294,11 @@ class Engine:
             found += [o for o in self._agent_conditions(state, now) if o.rule in on]
         if "budget" in on:
             found += self._budget()
+        if "host_cut" in on:  # nothing from a fleet's host: its events wait on it
+            after_s = self.rules.host_cut.limits.after_s
+            cut = {h: at for h, at in self.contact.items() if now - at > after_s}
+            found += [Open("host_cut", f"host_cut|{h}", at, host=h, summary=f"host {h} cut off from the hub")
+                      for h, at in cut.items()]  # fmt: skip
         if "hook_health" in on:
             limit = self.rules.hook_health.limits.spool_bytes
             for host, backlog in self.spool.items():

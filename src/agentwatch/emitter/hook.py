@@ -102,10 +102,9 @@ def _capture_header(environ: Mapping[str, str], host: str) -> bytes:
     return dumps({"at": time.time(), "host": host, "env": names, "harness": _run["harness"]}).encode()
 
 
-def _hostname() -> str:
-    import _socket
-
-    return str(_socket.gethostname())
+def _hostname(environ: Mapping[str, str] | None = None) -> str:
+    """AGENTWATCH_HOST, else the machine's name (config.host_name)."""
+    return config.host_name(environ)
 
 
 def refit(max_payload: int) -> Callable[[bytes], bytes]:
@@ -285,7 +284,7 @@ def _outgoing(
     outgoing = envelopes_from_stdin(
         raw,
         environ,
-        host=host or _hostname(),
+        host=host or _hostname(environ),
         now=now,
         cut=stopped_reading,
         harness=harness,
@@ -532,7 +531,7 @@ def run_hook(
     spool, read = None, False
     try:
         signal.setitimer(signal.ITIMER_REAL, deadline_s)
-        spool, host = spool_for(env), _hostname()
+        spool, host = spool_for(env), _hostname(env)
         raw, held = _read_stdin(env, spool, host)
         read = True  # from here on, run() spools what it cannot send, deadline or not
         return run(raw, env, started, deadline_s, spool, held, host)
@@ -543,7 +542,7 @@ def run_hook(
         log_problem(env, "deadline", f"hook run exceeded its {deadline_s * 1000:.0f} ms deadline")
         from agentwatch.emitter.mishaps import after_deadline
 
-        after_deadline(spool or spool_for(env), read, lambda: _capture_header(env, _hostname()))
+        after_deadline(spool or spool_for(env), read, lambda: _capture_header(env, _hostname(env)))
         return "deadline"
     except Exception as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)

@@ -1,0 +1,150 @@
+"""`agentwatch hosts`: the fleet's health, host by host, as the hub sees it; `hosts forget NAME`.
+
+Per host: whether its link is up (the hub's stream heard from its source within the last few
+seconds), its last event and its events in the last hour (the store's), the backlog not yet at
+the hub and how old its oldest message is (the host's own stream, asked through its domain while
+the link is up; the lag as of the last contact while it is cut), the hook's spool on the host and
+the versions it runs (its announcement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from typing import Any
+
+from agentwatch import config
+from agentwatch.cli.errors import CliError, require
+from agentwatch.format import age, human_bytes
+
+HOST_SQL = (
+    "SELECT host, toUnixTimestamp64Milli(max(timestamp)) / 1000 AS last, "
+    "countIf(timestamp > now64(3) - INTERVAL 1 HOUR) AS hour, "
+    "arrayStringConcat(arraySort(groupUniqArray(harness)), ' ') AS harnesses "
+    "FROM events WHERE timestamp > now64(3) - INTERVAL 7 DAY GROUP BY host"
+)
+
+
+def _store_rows(environ: dict[str, str]) -> dict[str, tuple[float | None, int, str]] | None:
+    """(last event, events in the last hour, harnesses) per host name; None when the store
+    cannot be asked."""
+    from agentwatch.cli.sources import History
+    from agentwatch.store.answer import HistoryError
+
+    source = History(environ, timeout=10.0)
+    try:
+        answer = source.query(HOST_SQL)
+    except HistoryError:
+        return None
+    finally:
+        source.close()
+    return {
+        str(h): (None if last is None else float(last), int(n), str(hs)) for h, last, n, hs in answer.rows
+    }
+
+
+def host_rows(environ: dict[str, str]) -> list[dict[str, Any]]:
+    """Every host of the fleet, one dict each (what `--json` prints)."""
+    from agentwatch.bus.fleet import fleet_view
+
+    url = config.nats_url(environ)
+    try:
+        views = asyncio.run(fleet_view(url, environ))
+    except Exception as exc:
+        raise CliError(f"cannot read the fleet from the bus at {config.display_urls(url)}: {exc}") from None
+    store = _store_rows(environ) or {}
+    now = time.time()
+    rows = []
+    for v in views:
+        a = v.announced
+        name = str(a.get("host") or v.domain)
+        last, hour, harnesses = store.get(name, (None, 0, ""))
+        src = v.source
+        rows.append(
+            {
+                "host": name,
+                "domain": v.domain,
+                "link": "cut" if v.cut else "up",
+                "last_contact_s": None if src is None or src.active_s is None else round(src.active_s, 1),
+                "last_event": last,
+                "events_1h": hour,
+                "backlog": v.backlog,
+                "backlog_measured": v.stream.reached,
+                "oldest_waiting_s": None
+                if v.stream.oldest_waiting is None
+                else round(max(now - v.stream.oldest_waiting, 0.0), 1),
+                "spool_bytes": a.get("spool_bytes"),
+                "version": a.get("version"),
+                "nats_version": a.get("nats_version"),
+                "harnesses": harnesses,
+                "announced_at": a.get("at"),
+                "error": src.error if src else "",
+            }
+        )
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    now = time.time()
+    head = ("HOST", "LINK", "LAST EVENT", "EVENTS 1H", "BACKLOG", "OLDEST WAITING", "SPOOL", "VERSIONS")
+    lines = [head]
+    for r in rows:
+        link = r["link"] if r["link"] == "up" else f"cut {age(r['last_contact_s'], 'never')}"
+        backlog = f"{r['backlog']:,}" if r["backlog_measured"] or r["link"] == "up" else f">={r['backlog']:,}"
+        spool = "-" if r["spool_bytes"] is None else human_bytes(r["spool_bytes"])
+        versions = " ".join(x for x in (f"agentwatch {r['version'] or '?'}", r["harnesses"]) if x)
+        last = "-" if r["last_event"] is None else f"{age(now - r['last_event'])} ago"
+        oldest = age(r["oldest_waiting_s"])
+        lines.append((r["host"], link, last, f"{r['events_1h']:,}", backlog, oldest, spool, versions))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def cmd_hosts(args: argparse.Namespace) -> int:
+    require("hosts", "consumers", "nats")
+    environ = dict(os.environ)
+    if args.action == "forget":
+        return _forget(environ, args.name)
+    rows = host_rows(environ)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print("no hosts: agent hosts join with `agentwatch up --hub URL` (docs/deploy.md)")
+    else:
+        print(_table(rows))
+    return 0
+
+
+def _forget(environ: dict[str, str], name: str | None) -> int:
+    from agentwatch.bus.fleet import forget_host
+
+    if not name:
+        raise CliError("hosts forget NAME: which host (its name as `agentwatch hosts` shows it)")
+    url = config.nats_url(environ)
+    domain = config.host_domain(name)
+    try:
+        known = asyncio.run(forget_host(url, environ, domain))
+    except Exception as exc:
+        raise CliError(f"cannot change the fleet on the bus at {config.display_urls(url)}: {exc}") from None
+    if not known:
+        raise CliError(f"no host {name} in the fleet (`agentwatch hosts` lists them)", 1)
+    print(f"forgot host {name}: the hub no longer sources its stream (it joins again if it announces itself)")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hosts = sub.add_parser(
+        "hosts",
+        help="the fleet's agent hosts: link, events, backlog not yet at the hub, spool, versions",
+        description="The agent hosts of a fleet (`agentwatch up --hub`), as the hub sees them. "
+        "`hosts forget NAME` stops sourcing a host that went away for good.",
+    )
+    hosts.add_argument("action", nargs="?", choices=["list", "forget"], default="list")
+    hosts.add_argument("name", nargs="?", help="with forget: the host")
+    hosts.add_argument("--json", action="store_true", help="one JSON object per host, in a list")
+    hosts.set_defaults(func=cmd_hosts)
