@@ -36,7 +36,9 @@ import clickhouse_connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from agentwatch.store import queries
+from agentwatch.agents import LOST_AFTER_S
+from agentwatch.store import live_roster, queries
+from agentwatch.store.answer import decode
 from agentwatch.store.migrations import apply_migrations
 from history_bench import documented, print_table, settle, time_interleaved
 
@@ -144,18 +146,87 @@ def stored_ids(client: Any) -> queries.Query:
     return queries.stored_ids(ids)
 
 
-def dashboard() -> list[tuple[str, queries.Query]]:
+def asker(client: Any) -> live_roster.Ask:
+    """The dashboard's reader over this client: run_query's checks and reply, decoded."""
+    return lambda q: decode(queries.run_query(client, q.sql, q.params))
+
+
+class WindowQuestion:
+    """One of the live window's questions that take its scopes (store/live_roster.py): the scopes
+    asked once per history, untimed; the question itself timed."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+        self.scopes: dict[int, list[tuple[str, str]]] = {}
+
+    def __call__(self, client: Any) -> None:
+        if id(client) not in self.scopes:
+            found = asker(client)(live_roster.scopes_query(300, LOST_AFTER_S))
+            self.scopes[id(client)] = [(str(h), str(s)) for h, s in found.rows]
+        query = self.make(self.scopes[id(client)])
+        client.query(query.sql, parameters=query.params)
+
+
+class WholeWindow:
+    """The live window as the dashboard reads it: its questions through run_query, then the fold."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def __call__(self, client: Any) -> None:
+        live_roster.read(asker(client), self.limit, LOST_AFTER_S)
+
+
+class OpenDashboard:
+    """`agentwatch` opened on the history: from the app's start to a roster on screen, the store's
+    first answer and the feed's history in (the app reads this client as it reads the query
+    service, the bus left out)."""
+
+    def __call__(self, client: Any) -> None:
+        import asyncio
+
+        from agentwatch.tui.app import AgentwatchApp
+
+        class Quiet:
+            async def run(self, deliver: Any, status: Any) -> None:
+                del deliver
+                status(True, "bus: none")
+                await asyncio.Event().wait()
+
+        class Direct:
+            def query(self, sql: str, params: Any = None) -> Any:
+                return asker(client)(queries.Query(sql, params))
+
+        app = AgentwatchApp(Quiet(), Direct(), refresh_seconds=3600.0)
+
+        async def until_shown() -> None:
+            async with app.run_test(size=(160, 48)) as pilot:
+                while not (app.state.truth_in_once and app.state.history_done and app._roster_rows):
+                    await pilot.pause(0.01)
+
+        asyncio.run(until_shown())
+
+
+def dashboard() -> list[tuple[str, Any]]:
     """What the dashboard asks at open and every refresh (tui/truth.read), the feed at open, the
-    MCP roster: as this tree asks them."""
+    MCP roster: as this tree asks them; the whole read and the dashboard's open; and the roster as
+    one question, the reference the fold is checked against."""
     return [
-        ("roster (300)", queries.roster(300)),
+        ("store mark (every refresh)", queries.STORE_MARK),
+        ("window: scopes", live_roster.scopes_query(300, LOST_AFTER_S)),
+        ("window: agents", WindowQuestion(live_roster.agents_query)),
+        ("window: costs", WindowQuestion(live_roster.costs_query)),
+        ("window: the hour's cost", live_roster.HOUR),
         ("team edges", queries.window_edges(2000, 300)),
         ("team tasks", queries.window_tasks(2000, 300)),
         ("open alerts", queries.alerts(open_only=True, limit=10_000)),
         ("recent alerts", queries.alerts(limit=200)),
-        ("dashboard costs", queries.DASHBOARD_COSTS),
         ("feed at open (2,000 events)", queries.recent_events(2000)),
-        ("MCP roster (50)", queries.roster(50)),
+        ("whole window (4 questions + fold)", WholeWindow(300)),
+        ("MCP roster (50)", WholeWindow(50)),
+        ("reference: roster in one question", queries.roster(300)),
+        ("reference: costs in one question", queries.DASHBOARD_COSTS),
+        ("dashboard open to first screen", OpenDashboard()),
     ]
 
 
