@@ -203,6 +203,11 @@ class LiveState:
         """The store's mark did not move: nothing it holds changed, the last answer stands."""
         self.truth_asked = False
         self.store_ok = True
+        self._forget_start_up_note()
+
+    def _forget_start_up_note(self) -> None:
+        if self.truth_in_once and self.history_done and self.store_text.endswith(LOADED):
+            self.store_text = ""  # a start-up fact: said until the store's next answer
 
     def take_truth(self, answer: truth.Truth) -> bool:
         """The store's answer in place of every figure, then the live events it does not hold
@@ -215,8 +220,7 @@ class LiveState:
             self.held_truth = answer
             return False
         self.held_truth = None
-        if self.truth_in_once and self.history_done and self.store_text.endswith(LOADED):
-            self.store_text = ""  # a start-up fact: said until the store's next answer
+        self._forget_start_up_note()
         truth.take(answer, self.roster, self.team, self.unconfirmed)
         self.alerts.load(answer.alerts)
         self.costs.update(answer.costs)
