@@ -198,10 +198,14 @@ class OpenDashboard:
                 return asker(client)(queries.Query(sql, params))
 
         app = AgentwatchApp(Quiet(), Direct(), refresh_seconds=3600.0)
+        app.state.show_folded = True  # a history's finished agents are folded: show them too
 
         async def until_shown() -> None:
+            deadline = time.monotonic() + 60
             async with app.run_test(size=(160, 48)) as pilot:
                 while not (app.state.truth_in_once and app.state.history_done and app._roster_rows):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"no roster on screen in 60 s: {app.state.store_text}")
                     await pilot.pause(0.01)
 
         asyncio.run(until_shown())
