@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +205,47 @@ async def test_the_sessions_view_shows_and_filters_by_person_repository_and_bran
         view.query_one("#sessions-filter", Input).value = "person:bo@ repo:alpha"
         await pilot.pause(0.2)
         assert view.shown == [] and len(view.rows) == len(placed)
+
+
+def live_event(at: float) -> dict[str, Any]:
+    """A tool call of a session the store does not hold, in a third repository."""
+    payload = {"session_id": "9a9a9a9a-0000-4000-8000-000000000000", "hook_event_name": "PreToolUse",
+               "cwd": "/srv/gamma", "tool_name": "Bash", "tool_input": {"command": "make"},
+               "tool_use_id": "toolu_gamma"}  # fmt: skip
+    (_, env), *_ = envelopes_from_stdin(json.dumps(payload).encode(), {}, host="lab", now=at)
+    return {**env, "person": "Cy@Example.com", "repo": "git.example.com/team/gamma", "branch": "dev"}
+
+
+def roster_sessions(app: AgentwatchApp) -> set[str]:
+    return {agent.session_id for _, agent in app._roster_rows}
+
+
+async def test_the_roster_and_feed_filter_by_person_repository_and_branch(
+    store: tuple[Client, dict[str, str]],
+) -> None:
+    """`person:`, `repo:`, `branch:` in the filter narrow the roster (the store's agents by their
+    session's owner, a live one by its events') and the feed, as `agent:` does."""
+    client, placed = store
+    live = live_event(time.time())
+    app = AgentwatchApp(FakeLive([live]), EngineHistory(client), theme="textual-dark")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("o")  # the fixture's agents stopped long ago: folded away unless shown
+        everyone = set(placed) | {live["session_id"]}
+        await until(pilot, lambda: roster_sessions(app) == everyone, "the store's agents and the live one")
+        narrowed = {
+            "repo:beta": in_repo(placed, "beta"),
+            "branch:MAIN person:ann": in_repo(placed, "alpha"),
+            "repo:team/": everyone,
+            "person:cy@": {live["session_id"]},
+            "repo:gamma branch:main": set(),
+        }
+        for text, sessions in narrowed.items():
+            app.query_one("#filter", Input).value = text
+            await until(pilot, lambda s=sessions: roster_sessions(app) == s, text)
+            assert all(line.envelope.get("repo") == live["repo"] for line in app._feed_lines), text
+            assert len(app._feed_lines) == (live["session_id"] in sessions), text
+        app.query_one("#filter", Input).value = ""
+        await until(pilot, lambda: roster_sessions(app) == everyone, "the filter emptied")
 
 
 def test_cost_by_person_snapshot(snap_compare: Any, store: tuple[Client, dict[str, str]]) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentwatch.store import queries
+from agentwatch.store import queries, session_queries
 from agentwatch.tui.roster import Roster, Unconfirmed
 from agentwatch.tui.sources import HistorySource
 from agentwatch.tui.team import Team
@@ -50,6 +50,7 @@ def read(history: HistorySource, asked: Sequence[str], roster_limit: int, lost_a
     """The store's answer for the live window (the scopes active within `lost_after_s` and the
     newest ones); raises HistoryError (the caller shows its message and asks again)."""
     roster = history.query(*queries.roster(roster_limit, lost_after_s)).dicts()
+    owned(history, roster)
     first = roster[0] if roster else {}
     truth = Truth(
         roster=roster,
@@ -66,6 +67,19 @@ def read(history: HistorySource, asked: Sequence[str], roster_limit: int, lost_a
     if asked:
         truth.stored = {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
     return truth
+
+
+def owned(history: HistorySource, roster: list[dict[str, Any]]) -> None:
+    """Each roster row with its session's person, repo and branch (what the roster's `person:`,
+    `repo:` and `branch:` filter looks in)."""
+    ids = sorted({str(r["session_id"]) for r in roster if r.get("session_id")})
+    if not ids:
+        return
+    owners = {str(r["session_id"]): r for r in history.query(*session_queries.session_owners(ids)).dicts()}
+    for row in roster:
+        found = owners.get(str(row.get("session_id") or ""))
+        if found is not None:
+            row.update(person=found["person"], repo=found["repo"], branch=found["branch"])
 
 
 def take(answer: Truth, roster: Roster, team: Team, unconfirmed: Unconfirmed) -> None:
