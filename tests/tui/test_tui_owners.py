@@ -30,6 +30,7 @@ from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.writes import insert_batch
 from agentwatch.tui.app import AgentwatchApp
 from agentwatch.tui.cost_view import CostScreen
+from agentwatch.tui.search_view import SearchScreen
 from agentwatch.tui.sessions_view import SessionsScreen
 from tests.conftest import transcript_sessions
 from tests.integration.test_cost_store import store_bodies
@@ -137,9 +138,9 @@ async def test_the_cost_tabs_equal_the_cost_command_and_sql(
         view = await open_cost_view(pilot)
         tabs = view.query_one("#cost-tabs", TabbedContent)
         for by, column in (("person", 0), ("repo", 1), ("branch", 2)):
-            # g: the next grouping's tab, as a person gets to it.
+            # n: the next grouping's tab, as a person gets to it.
             while tabs.active != f"cost-{by}":
-                await pilot.press("g")
+                await pilot.press("n")
             shown = {row[0]: tuple(row[1:]) for row in cells(view.query_one(f"#cost-by-{by}", DataTable))}
             # SQL over `usage`, each API message under its session's owner (the `sessions` view).
             want = sql(
@@ -160,6 +161,8 @@ async def test_the_cost_tabs_equal_the_cost_command_and_sql(
             assert {k: (c[1], c[2], c[-1]) for k, c in printed.items()} == {
                 r["key"]: (str(r["sessions"]), f"{r['calls']:,}", f"${r['usd']:,.4f}") for r in want
             }, printed
+        await pilot.press("g")  # the search, from here as from everywhere
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the search after g")
         # --person and --repo narrow the sessions too.
         ann = cli_table(client, "session", monkeypatch, person="ann@example.com")
         assert set(ann) == in_repo(placed, "alpha") & set(cli_table(client, "session", monkeypatch))
@@ -252,7 +255,7 @@ def test_cost_by_person_snapshot(snap_compare: Any, store: tuple[Client, dict[st
     async def person_tab(pilot: Any) -> None:
         view = await open_cost_view(pilot)
         while view.query_one("#cost-tabs", TabbedContent).active != "cost-person":
-            await pilot.press("g")
+            await pilot.press("n")
         await pilot.pause(0.2)
 
     assert snap_compare(dashboard(store[0]), terminal_size=(120, 24), run_before=person_tab)

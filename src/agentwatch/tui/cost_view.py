@@ -4,7 +4,7 @@ expensive turns with their share, all from the store.
 
 Burn rate and turns: store/cost_queries.py; the groupings: store/queries.py's `cost` (the cost
 rollups, which `agentwatch cost --by ...` reads too: a tab shows what the command prints). The
-window (w) is whole UTC hours like the CLI's --since; g shows the next grouping's tab.
+window (w) is whole UTC hours like the CLI's --since; n shows the next grouping's tab (g stays the search).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class CostScreen(StoreScreen):
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding("w", "cycle_window", "Window", tooltip="1h, 1d, 7d, all, in turn"),
         Binding(
-            "g",
+            "n",
             "cycle_group",
             "Grouping",
             tooltip="the next tab: agent, team, ... person, repository, branch",
