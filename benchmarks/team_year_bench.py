@@ -150,6 +150,7 @@ def dashboard() -> list[tuple[str, queries.Query]]:
     return [
         ("roster (300)", queries.roster(300)),
         ("team edges", queries.window_edges(2000, 300)),
+        ("team tasks", queries.window_tasks(2000, 300)),
         ("open alerts", queries.alerts(open_only=True, limit=10_000)),
         ("recent alerts", queries.alerts(limit=200)),
         ("dashboard costs", queries.DASHBOARD_COSTS),

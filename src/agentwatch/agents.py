@@ -40,11 +40,22 @@ STATE_ORDER: dict[str, int] = {state: rank for rank, state in enumerate(STATES)}
 DONE: frozenset[str] = frozenset({STOPPED, LOST})
 # The state an agent has before any state event of its own (it was seen, but did nothing yet).
 INITIAL = THINKING
-# Seconds without an event in an agent's scope after which it is lost (AGENTWATCH_LOST_AFTER_S).
+# Seconds without an event in an agent's scope after which it is lost: the default of the one
+# setting AGENTWATCH_LOST_AFTER_S (config.lost_after_s), which the dashboard's questions to the store
+# pass as a parameter; the `agents` and `agents_since` views are generated with this value.
 LOST_AFTER_S = 600
 
 # The field of a Notification that decides what it means for its agent.
 NOTE_FIELD = "notification_type"
+# Hook input that is no hook payload (not JSON, not an object: InvalidPayload) or names no event
+# (Unknown): kept in the store with its reason (its text), never an agent of the roster or rules.
+INVALID_INPUT_EVENTS = ("InvalidPayload", "Unknown")
+
+
+def is_invalid_input(env: Mapping[str, Any]) -> bool:
+    """The envelope of hook input that names no event: it makes no agent."""
+    return env.get("event") in INVALID_INPUT_EVENTS
+
 
 # The state machine: (hook event, the notification types it applies to or () for any, state).
 # The first row that matches an event wins; an event no row matches changes nothing.
@@ -77,6 +88,27 @@ ERROR_EVENTS: tuple[str, ...] = ("PostToolUseFailure", "StopFailure")
 # States whose agent is inside a tool (or asking for one): the state event names the tool.
 TOOL_STATES: frozenset[str] = frozenset({WORKING, WAITING})
 
+# A tool call's outcome. A PreToolUse opens a call (running); the first of these events that ends
+# it says how (CALL_ENDS; a PostToolUseFailure whose payload says `is_interrupt` was interrupted).
+# The store's tool_calls views name an outcome by these words (store/calls_sql.py generates them
+# from here), and call_rollup keeps it as its position in CALL_OUTCOMES; a result whose call was
+# never seen is an orphan there.
+CALL_RUNNING, CALL_OK, CALL_ERROR, CALL_INTERRUPTED, CALL_DENIED = (
+    "running",
+    "ok",
+    "error",
+    "interrupted",
+    "denied",
+)
+CALL_OUTCOMES: tuple[str, ...] = (CALL_RUNNING, CALL_OK, CALL_ERROR, CALL_INTERRUPTED, CALL_DENIED)
+CALL_ENDS: dict[str, str] = {
+    "PostToolUse": CALL_OK,
+    "PostToolUseFailure": CALL_ERROR,
+    "PermissionDenied": CALL_DENIED,
+}
+# How an agent's screen says an outcome where its word differs: a failed call, interrupted or not.
+CALL_SHOWN: dict[str, str] = {CALL_ERROR: "failed", CALL_INTERRUPTED: "failed"}
+
 _BY_EVENT: dict[str, list[tuple[tuple[str, ...], str]]] = {}
 for _event, _notes, _state in TRANSITIONS:
     _BY_EVENT.setdefault(_event, []).append((_notes, _state))
@@ -97,6 +129,11 @@ def note_of(event: str, data: object) -> str:
         value = data.get(NOTE_FIELD)
         return value if isinstance(value, str) else ""
     return ""
+
+
+def shown_outcome(outcome: str) -> str:
+    """A tool call's outcome (CALL_OUTCOMES) as an agent's screen says it."""
+    return CALL_SHOWN.get(outcome, outcome)
 
 
 def shown_state(state: str, silent_s: float, lost_after_s: float = LOST_AFTER_S) -> str:

@@ -126,7 +126,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTWATCH_ALERTS_BUDGET_POLL_SECONDS", "30", "collector",
             "how often the budget rule reads the costs from the store"),
     Setting("AGENTWATCH_THEME", "textual-dark", "dashboard", "the dashboard's Textual theme"),
-    Setting("AGENTWATCH_LOST_AFTER_S", "600", "dashboard",
+    Setting("AGENTWATCH_LOST_AFTER_S", "agents.LOST_AFTER_S (ten minutes)", "dashboard",
             "seconds without an event in its session or team after which an agent shows as lost"),
     Setting("AGENTWATCH_CONFIG_DIR", "$XDG_CONFIG_HOME/agentwatch, else ~/.config/agentwatch", "dashboard",
             "the web dashboard's sign-in token (and other settings files)"),
@@ -266,6 +266,14 @@ def number(environ: Mapping[str, str], name: str, default: int) -> int:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+def lost_after_s(environ: Mapping[str, str]) -> int:
+    """AGENTWATCH_LOST_AFTER_S: the silence after which an agent not stopped is lost, for the
+    dashboard and the spans alike (agents.LOST_AFTER_S by default, as the store's views have it)."""
+    from agentwatch.agents import LOST_AFTER_S  # (not on the hook's path, which never asks)
+
+    return number(environ, "AGENTWATCH_LOST_AFTER_S", LOST_AFTER_S)
 
 
 def listen_address(environ: Mapping[str, str], name: str, default: str) -> tuple[str, int] | None:

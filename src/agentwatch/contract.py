@@ -564,6 +564,8 @@ def envelopes_from_stdin(
         )
     ]
     first = out[0][1]
+    if first["event"] == "Unknown" and payload.get("agentwatch_note") == "hook_event_name missing":
+        first["text"] = "invalid hook input: hook_event_name missing"
     companion = message_envelope(first, environ, now)
     if companion is not None:
         out.append(companion)

@@ -229,7 +229,11 @@ def test_the_dashboard_in_a_real_browser(web: Web, tmp_path: Path) -> None:
             shot = Path(os.environ.get("SCREENSHOT_DIR", str(tmp_path))) / "web-dashboard.png"
             page.screenshot(path=str(shot))
             assert shot.stat().st_size > 10_000
-            page.focus(".xterm-helper-textarea")  # where xterm.js takes the keyboard
+            # No click first: the page gives xterm.js's textarea (where it takes keys) the focus.
+            assert page.evaluate("document.activeElement.className") == "xterm-helper-textarea"
+            # xterm.js draws the screen as rows of text (its DOM renderer), where the sparklines'
+            # blocks stay in their row; its WebGL renderer drew them down across rows.
+            assert page.locator(".xterm-rows > div").count() > 20
             mark = len(screen.text())
             page.keyboard.press("h")
             screen.wait_for(page, lambda t: "Tools and history" in t[mark:], "the tools view after `h`")
@@ -239,6 +243,11 @@ def test_the_dashboard_in_a_real_browser(web: Web, tmp_path: Path) -> None:
             screen.wait_for(
                 page, lambda t: "Live view" in t[mark:] and "this help" in t[mark:], "the help after `?`"
             )
+            page.keyboard.press("Escape")
+            mark = len(screen.text())
+            page.keyboard.press("c")  # the head (burn rate, window) above the tabs
+            screen.wait_for(page, lambda t: "burning" in t[mark:] and "By agent" in t[mark:], "the cost head")
+            page.keyboard.press("Escape")
             (first,) = _wait_children(web.pid, 1)
 
             second = context.new_page()

@@ -29,6 +29,8 @@ OTEL_HOOKS = SHARED / "claude-code-2.1.330-otel" / "hook-payloads.jsonl"
 def test_the_generated_sql_is_current() -> None:
     written = SCHEMA_DIR.joinpath(Path(agents_sql.OUTPUT).name).read_text(encoding="utf-8")
     assert written == agents_sql.render(), f"regenerate it: {agents_sql.COMMAND}"
+    later = SCHEMA_DIR.joinpath(Path(agents_sql.INVALID_INPUT_OUTPUT).name).read_text(encoding="utf-8")
+    assert later == agents_sql.render_invalid_input(), "regenerate it: see its first line"
 
 
 def test_every_state_event_has_one_meaning() -> None:

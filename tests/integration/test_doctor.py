@@ -16,6 +16,7 @@ def test_doctor_with_bus_up(nats_server: NatsServer, tmp_path: Path) -> None:
     out = result.stdout
     assert f"127.0.0.1:{nats_server.port}  (from AGENTWATCH_NATS_URL)" in out
     assert "answers: nats-server 2." in out and "JetStream on" in out
+    assert "no stream keeps genie.>" not in out  # the fixture's bus has the GENIE stream
     assert "spool:     0 message(s)" in out
     assert "crash log: 0 line(s)" in out
     assert "hook time:" in out and "x a bare `python -c pass`" in out
@@ -40,3 +41,17 @@ def test_doctor_with_bus_down_shows_spool_and_crash_log(tmp_path: Path) -> None:
     assert "user:***@" in out
     assert "spool:     1 message(s)" in out and "agentwatch spool flush" in out
     assert "boom from a test" in out
+
+
+def test_doctor_warns_of_a_bus_where_no_stream_keeps_the_events(tmp_path: Path) -> None:
+    """JetStream on, no stream (`agentwatch up` never ran there): the hook publishes and its events
+    are gone; doctor says so and exits non-zero."""
+    bare = NatsServer(tmp_path / "nats", stream=False).start()
+    try:
+        env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path / "data"), AGENTWATCH_NATS_URL=bare.url)
+        result = run_cli("doctor", "--runs", "1", env=env)
+    finally:
+        bare.stop()
+    assert result.returncode == 1, result.stderr
+    assert "WARNING: no stream keeps genie.> on this bus" in result.stdout
+    assert "run `agentwatch up` here" in result.stdout

@@ -4,13 +4,16 @@ answer what the `agents` and `agent_costs` views answer for those scopes."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
 from clickhouse_connect.driver.client import Client
 
-from agentwatch.store import agents_sql, live_window, queries
+from agentwatch.format import utc_datetime
+from agentwatch.store import agents_sql, live_roster, live_window, queries
+from agentwatch.store.answer import Answer, from_rows
 from agentwatch.store.migrations import SCHEMA_DIR, apply_migrations
 from agentwatch.store.writes import insert_batch
 from tests.integration.test_rollups import history, store_before_rollups
@@ -200,3 +203,77 @@ def test_agents_since_is_the_agents_view_of_the_scopes_active_since(chdb_databas
     steady = [[r[c] for c in STEADY] for r in got]
     assert steady == [[r[c] for c in STEADY] for r in want]
     assert len(got) == 2 * 11
+
+
+# A session with a team: a lead with a priced and an unpriced call, its subagent with a call of its
+# own and no event (usage alone), and a team member's call: every kind of cost row the fold makes.
+_MIXED_USAGE = """
+INSERT INTO usage_in (session_id, message_id, request_id, timestamp, agent, parent_agent, team, host,
+                      model, output_tokens, cost_usd, version)
+VALUES ('live', 'mx-1', 'r', now64(3) - INTERVAL 4 SECOND, 'lead', '', 'crew', 'host-9', 'claude-opus-4-1',
+        200, 0.25, 1),
+       ('live', 'mx-2', 'r', now64(3) - INTERVAL 3 SECOND, 'lead', '', 'crew', 'host-9', 'a-model-unknown',
+        50, NULL, 1),
+       ('live', 'mx-3', 'r', now64(3) - INTERVAL 3 SECOND, 'helper', 'lead', 'crew', 'host-9',
+        'claude-opus-4-1', 70, 0.125, 1),
+       ('live', 'mx-4', 'r', now64(3) - INTERVAL 1 SECOND, 'sub', 'lead', 'crew', 'host-9', 'claude-opus-4-1',
+        30, 0.0625, 1)"""
+
+
+def asker(client: Client) -> live_roster.Ask:
+    def ask_one(query: queries.Query) -> Answer:
+        result = client.query(query.sql, parameters=query.params)
+        return from_rows(result.column_names, [t.name for t in result.column_types], result.result_rows)
+
+    return ask_one
+
+
+def steady(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    """The STEADY columns, times as seconds (an aware and a naive UTC time are the same time)."""
+    return [[utc_datetime(r[c]) if isinstance(r[c], dt.datetime) else r[c] for c in STEADY] for r in rows]
+
+
+def test_the_folded_window_equals_the_one_question_roster_and_costs(chdb_database: Client) -> None:
+    """store/live_roster.py asks four small questions and folds them with agents.py's rules: its
+    roster, totals and costs are those of queries.roster and queries.dashboard_costs."""
+    a_history(chdb_database, sessions=40)
+    chdb_database.command(_MIXED_USAGE)
+    ask_one = asker(chdb_database)
+    for limit, lost_after_s in ((5, 600), (300, 600), (300, 1)):
+        window = live_roster.read(ask_one, limit, lost_after_s)
+        reference = ask_one(queries.roster(limit, lost_after_s)).dicts()
+        assert steady(window.roster) == steady(reference)
+        for mine, theirs in zip(window.roster, reference, strict=True):
+            assert abs(mine["silent_s"] - theirs["silent_s"]) < 5
+            for column in ("state_event", "state_note", "state_id", "agent_type", "session_id"):
+                assert mine[column] == theirs[column], column
+            assert utc_datetime(mine["state_since"]) == utc_datetime(theirs["state_since"])
+        first = reference[0]
+        assert (window.agents_total, window.events_total, window.messages_total, window.done_total) == (
+            first["agents_total"],
+            first["events_total"],
+            first["messages_total"],
+            first["done_total"],
+        )
+        expected = sorted(ask_one(queries.dashboard_costs(limit, lost_after_s)).rows, key=repr)
+        got = sorted(window.costs, key=repr)
+        assert [r[:4] + r[6:] for r in got] == [r[:4] + r[6:] for r in expected]
+        for mine_cost, their_cost in zip(got, expected, strict=True):
+            for a, b in zip(mine_cost[4:6], their_cost[4:6], strict=True):
+                assert (a is None) == (b is None) and (a is None or abs(a - b) < 1e-9)
+    helper = next(r for r in live_roster.read(ask_one, 300, 600).roster if r["agent"] == "helper")
+    assert (helper["events"], helper["parent_agent"], helper["team"]) == (0, "lead", "crew")
+    lead = next(r for r in window.costs if r[0] == "agent" and r[3] == "lead" and r[2] == "live")
+    assert lead[4] == 0.25 and lead[5] == 0.25 + 0.125 + 0.0625 and lead[7] == 1
+
+
+def test_the_folded_window_reads_the_window_not_the_history(chdb_database: Client) -> None:
+    sessions = 20_000
+    a_history(chdb_database, sessions=sessions)
+    for table in ("agent_key_rollup", "agent_cost_rollup", "scope_hours"):
+        chdb_database.command(f"OPTIMIZE TABLE {table} FINAL")
+    scopes = [(str(h), str(s)) for h, s in asker(chdb_database)(live_roster.scopes_query(5, 600)).rows]
+    assert set(scopes) == newest_scopes(sessions, 5)
+    for query in (live_roster.agents_query(scopes), live_roster.costs_query(scopes)):
+        read = int(chdb_database.query(query.sql, parameters=query.params).summary["read_rows"])
+        assert read < sessions / 2, f"{query.sql[:60]} read {read} rows of {2 * sessions} agents"

@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from agentwatch.contract import envelopes_from_stdin
 from agentwatch.format import utc_datetime
-from agentwatch.store import queries
+from agentwatch.store import live_roster, queries
 from agentwatch.store.answer import Answer, HistoryUnreachable
 from agentwatch.tui import app as app_module
 from agentwatch.tui import common, help, table, tools_view, views
@@ -93,8 +93,10 @@ class FakeHistory:
         self.asked.append(sql)
         if self.error is not None:
             raise self.error
-        if sql == queries.roster().sql:
-            return self._roster()
+        if sql == live_roster.SCOPES_SQL:
+            return answer(("host", "scope"), sorted({(a.host, a.scope) for a in self._model().agents()}))
+        if sql == live_roster.AGENTS_SQL:
+            return self._agents()
         if "FROM edge_hourly" in sql:
             team = Team()
             for env in self.envelopes:
@@ -103,6 +105,8 @@ class FakeHistory:
                 (e.sender, e.recipient, e.team, e.count, utc(e.last_at), e.summary) for e in team.edges()
             ]
             return answer(("from_agent", "to_agent", "team", "messages", "last_at", "last_summary"), edges)
+        if sql == queries.window_tasks().sql:
+            return self._tasks()
         if "FROM event_ids" in sql:
             held = {str(e.get("id")) for e in self.envelopes}
             asked = (params or {}).get("ids") or []
@@ -114,23 +118,58 @@ class FakeHistory:
             return answer(columns, rows)
         return answer(("what", "session_id"), [])  # alerts, costs, tools, sessions: none
 
-    def _roster(self) -> Answer:
+    def _tasks(self) -> Answer:
+        team = Team()
+        for env in self.envelopes:
+            team.apply(env)
+        columns = ("host", "scope", "team", "task_id", "subject", "created_by", "created_at", "created",
+                   "completed_by", "completed_at", "completed", "tasks_total", "open_total")  # fmt: skip
+        tasks = team.tasks()
+        rows = [
+            (t.host, t.scope, t.team, t.task_id, t.subject, t.created_by, utc(t.created_at or 0),
+             t.created_at is not None, t.completed_by, utc(t.completed_at or 0), t.done, len(tasks),
+             sum(not x.done for x in tasks))
+            for t in tasks
+        ]  # fmt: skip
+        return answer(columns, rows)
+
+    def _model(self) -> Roster:
         roster = Roster()
         for env in self.envelopes:
             roster.apply(env)
-        columns = ("agent", "host", "scope", "team", "parent_agent", "agent_type", "session_id",
-                   "last_seen", "state_event", "state_note", "state_id", "state_since", "current_tool",
-                   "scope_last_seen", "tool_calls", "errors", "messages_sent", "events", "agents_total",
-                   "events_total")  # fmt: skip
-        agents = roster.agents()
+        return roster
+
+    def _agents(self) -> Answer:
+        """store/live_roster.py's flat rows of the agent rollup, from the dashboard's own model."""
+        roster = self._model()
+        columns = ("host", "scope", "agent", "team", "parent_agent", "agent_type", "agent_id", "session_id",
+                   "last_event", "state_event", "state_note", "tool", "state_since", "state_id",
+                   "first_seen", "last_seen", "tool_calls", "errors", "events", "messages_sent")  # fmt: skip
         rows = [
-            (a.name, a.host, a.scope, a.team, a.parent, a.agent_type, a.session_id, utc(a.last_seen),
-             a.state_event, "", a.mark[1], utc(a.state_at) if a.state_at else None, a.tool,
-             utc(roster.scope_seen(a)), a.tool_calls, a.errors, a.messages, a.events, len(agents),
-             sum(x.events for x in agents))
-            for a in agents
+            (a.host, a.scope, a.name, a.team, a.parent, a.agent_type, "", a.session_id, a.state_event,
+             a.state_event, NOTES.get((a.state_event, a.base), ""), a.tool,
+             utc(a.state_at) if a.state_at else None, a.mark[1], utc(a.last_seen), utc(a.last_seen),
+             a.tool_calls, a.errors, a.events, a.messages)
+            for a in roster.agents()
         ]  # fmt: skip
         return answer(columns, rows)
+
+
+# The notification type behind a Notification's state (the model keeps the state, not the type).
+NOTES = {("Notification", "waiting"): "permission_prompt", ("Notification", "idle"): "idle_prompt"}
+# store/live_roster.py's flat rows of the cost rollup, and of the hour.
+COST_COLUMNS = ("host", "scope", "agent", "parent_agent", "team", "l_team", "l_parent", "l_agent_id",
+                "l_agent_type", "first_at", "last_at", "api_calls", "priced_usd", "unpriced_calls",
+                "tokens")  # fmt: skip
+HOUR_COLUMNS = ("since", "api_calls", "priced_usd", "unpriced_calls", "tokens")
+
+
+def cost_row(
+    scope: str, agent: str, parent: str, team: str, usd: float, tokens: int, unpriced: int = 0, host: str = ""
+) -> tuple[Any, ...]:
+    at = dt.datetime(2026, 11, 18, 10, 30, tzinfo=dt.UTC)
+    calls = max(unpriced, 1)
+    return (host, scope, agent, parent, team, team, parent, "", "", at, at, calls, usd, unpriced, tokens)
 
 
 EDGE_COLUMNS = ("from_agent", "to_agent", "team", "messages", "last_at", "last_summary")

@@ -10,16 +10,19 @@ from typing import Any
 import pytest
 
 from agentwatch.format import money
-from agentwatch.store import queries
+from agentwatch.store import live_roster
 from agentwatch.store.answer import Answer
 from agentwatch.tui import app as app_module
 from agentwatch.tui.costs import Costs
 from tests.tui.test_tui_app import (
     BASE,
+    COST_COLUMNS,
+    HOUR_COLUMNS,
     SESSION,
     FakeHistory,
     FakeLive,
     answer,
+    cost_row,
     roster_rows,
     status_text,
     team_traffic,
@@ -38,19 +41,20 @@ class PricedStore(FakeHistory):
         self.cost_asks = 0
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Answer:
-        if sql != queries.DASHBOARD_COSTS.sql:
+        if sql == live_roster.SCOPES_SQL:
+            return answer(("host", "scope"), [("", SESSION), ("", "another-session")])
+        if sql == live_roster.HOUR_SQL:
+            return answer(HOUR_COLUMNS, [("2026-11-18 10:00:00", 4, 0.75, 0, 20_000)])
+        if sql != live_roster.COSTS_SQL:
             return super().query(sql, params)
         self.cost_asks += 1
-        columns = ("what", "host", "scope", "name", "usd", "usd_with_subagents", "tokens", "unpriced")
         rows = [
-            ("agent", "", SESSION, LEAD, self.lead_usd, self.lead_usd + 1.3, 90_000, 0),
-            ("agent", "", SESSION, SUB, 1.3, 1.3, 50_000, 0),
-            ("agent", "", SESSION, "reviewer", None, None, 4_000, 3),
-            ("agent", "", "another-session", "reviewer", 9.0, 9.0, 4_000, 0),
-            ("team", "", "", TEAM, self.lead_usd + 1.3, self.lead_usd + 1.3, 144_000, 3),
-            ("hour", "", "", "2026-11-18 10:00:00", 0.75, 0.75, 20_000, 0),
+            cost_row(SESSION, LEAD, "", TEAM, self.lead_usd, 90_000),
+            cost_row(SESSION, SUB, LEAD, TEAM, 1.3, 50_000),
+            cost_row(SESSION, "reviewer", "", TEAM, 0.0, 4_000, unpriced=3),
+            cost_row("another-session", "reviewer", "", "", 9.0, 4_000),
         ]
-        return answer(columns, rows)
+        return answer(COST_COLUMNS, rows)
 
 
 def cost_cells(app: app_module.AgentwatchApp) -> dict[str, tuple[str, str]]:

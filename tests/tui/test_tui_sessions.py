@@ -219,12 +219,37 @@ async def test_search_opens_the_session_at_the_event(store: Client) -> None:
         assert str(page.answer.events[events.cursor_row]["id"]) == found["id"]
 
 
-def test_session_page_snapshot(snap_compare: Any, store: Client) -> None:
+@pytest.mark.parametrize("width", [80, 160, 250])
+def test_session_page_snapshot(snap_compare: Any, store: Client, width: int) -> None:
+    """The head (session, outcome) above the tabs at every size."""
+
     async def open_page(pilot: Any) -> None:
-        await open_session(pilot, BUSY)
+        page = await open_session(pilot, BUSY)
+        # The selected turn's events come a moment after the page: the snapshot waits for them.
+        await until(pilot, lambda: page.query_one("#turn-events", DataTable).row_count > 0, "turn events")
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(1.0)  # the tables size their columns to what they hold, a refresh later
+
+    assert snap_compare(dashboard(store), terminal_size=(width, 48), run_before=open_page)
+
+
+@pytest.mark.parametrize("width", [80, 160, 250])
+def test_cost_view_snapshot(snap_compare: Any, store: Client, width: int) -> None:
+    """The burn rate and the window (w) above the tabs at every size."""
+    from agentwatch.tui.cost_view import CostScreen
+
+    async def all_time(pilot: Any) -> None:
+        await pilot.press("c")
+        app = pilot.app
+        await until(pilot, lambda: isinstance(app.screen, CostScreen) and app.screen.loaded, "cost view")
+        view = app.screen
+        while view.window != "all":  # all time: what the fixtures cost, whatever the day
+            view.loaded = False
+            await pilot.press("w")
+            await until(pilot, lambda: view.loaded, "cost view, next window")
         await pilot.pause(0.3)
 
-    assert snap_compare(dashboard(store), terminal_size=(160, 40), run_before=open_page)
+    assert snap_compare(dashboard(store), terminal_size=(width, 48), run_before=all_time)
 
 
 def test_replay_snapshot(snap_compare: Any, store: Client) -> None:
@@ -298,3 +323,32 @@ async def test_the_cost_view_is_the_stores(store: Client) -> None:
             key=lambda found: float(found[1][8].lstrip("$") or 0),
         )
         assert (first["session_id"], money(first["cost_usd"])) == (best[0], best[1][8])
+
+
+async def test_the_agent_views_durations_are_the_tool_calls_views(chdb_database: Client) -> None:
+    """A stored call whose result reports 929 ms, 107 ms after its PreToolUse: the agent view says
+    what `tool_calls` says (the reported time), not the time between the hook events."""
+    from agentwatch.tui.views import AgentScreen
+
+    apply_migrations(chdb_database)
+    base = {"session_id": BUSY, "cwd": "/repo", "tool_name": "Agent", "tool_use_id": "toolu_took"}
+    at = 1_795_000_000.0
+    steps: list[tuple[dict[str, Any], float]] = [
+        ({"hook_event_name": "PreToolUse", "tool_input": {"prompt": "look"}}, at),
+        ({"hook_event_name": "PostToolUse", "duration_ms": 929, "tool_response": {}}, at + 0.107),
+    ]
+    events = [
+        encode_envelope(env)
+        for step, at in steps
+        for _, env in envelopes_from_stdin(json.dumps({**base, **step}).encode(), {}, host="lab", now=at)
+    ]
+    insert_batch(chdb_database, events, [])
+    app = dashboard(chdb_database)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await until(pilot, lambda: len(app.state.roster) == 1, "roster")
+        app.show_agent(app.state.roster.agents()[0].key)
+        await until(pilot, lambda: isinstance(app.screen, AgentScreen) and app.screen._stored, "stored")
+        await pilot.pause(0.3)
+        shown = [(row[1], row[2]) for row in cells(app.screen.query_one("#agent-calls", DataTable))]
+    rows = sql(chdb_database, "SELECT tool, duration_ms FROM tool_calls")
+    assert shown == [(r["tool"], duration(r["duration_ms"])) for r in rows] == [("Agent", "929ms")]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agentwatch.store import live_roster
 from agentwatch.store.answer import Answer, HistoryUnreachable
 from agentwatch.tui.app import AgentwatchApp
 from agentwatch.tui.roster import Roster
@@ -15,9 +16,12 @@ from agentwatch.tui.status import Segment, fit, harness_mark
 from tests.tui.test_tui_alerts import alert
 from tests.tui.test_tui_app import (
     BASE,
+    COST_COLUMNS,
+    HOUR_COLUMNS,
     FakeHistory,
     FakeLive,
     answer,
+    cost_row,
     painted,
     status_text,
     team_traffic,
@@ -32,10 +36,12 @@ class CostlyStore(FakeHistory):
     """A store whose figures include what the last hour cost and a team's cost."""
 
     def query(self, sql: str, params: Any = None) -> Answer:
-        if "'hour' AS what" in sql:
-            columns = ("what", "host", "scope", "name", "usd", "usd_with_subagents", "tokens", "unpriced")
-            return answer(columns, [("hour", "", "", "2026-11-18 10:00:00", 12.5, 12.5, 90_000, 0),
-                                    ("team", "", "", "session-5e55105e", 9.75, 9.75, 80_000, 0)])  # fmt: skip
+        if sql == live_roster.HOUR_SQL:
+            return answer(HOUR_COLUMNS, [("2026-11-18 10:00:00", 9, 12.5, 0, 90_000)])
+        if sql == live_roster.COSTS_SQL:
+            lead = self._model().agents()[0]  # an agent of the roster: no agent of usage alone
+            row = cost_row(lead.scope, lead.name, "", "session-5e55105e", 9.75, 80_000, host=lead.host)
+            return answer(COST_COLUMNS, [row])
         return super().query(sql, params)
 
 
@@ -102,3 +108,26 @@ def test_an_agent_of_another_harness_is_marked_in_the_roster() -> None:
     assert marks == {"main-codex": " ·codex", "main-gemini-cli": " ·gemini", "main-claude-code": ""}
     roster.seed([{"host": "", "scope": "codex", "agent": "main-codex", "state_event": "Stop"}])
     assert [harness_mark(a) for a in roster.agents()] == [" ·codex"], "kept across the store's answer"
+
+
+class TeamsStore(CostlyStore):
+    """The last hour's cost and three teams' costs (a long segment at 160 columns)."""
+
+    def query(self, sql: str, params: Any = None) -> Answer:
+        found = super().query(sql, params)
+        if "'hour' AS what" in sql:
+            teams = [("team", "", "", f"release-train-{n}", 3.0 - n, 3.0 - n, 9_000, 0) for n in range(3)]
+            return answer(found.columns, [*found.rows, *teams])
+        return found
+
+
+async def test_the_cost_goes_before_the_start_up_note_which_goes_away() -> None:
+    """At 160 columns the last hour's cost is shown, saying which hours; the store's "N recent
+    events loaded" is said at start-up only, gone at the store's next answer."""
+    traffic = team_traffic()
+    app = AgentwatchApp(FakeLive(traffic), TeamsStore(traffic), clock=lambda: BASE + 10, refresh_seconds=0.3)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await painted(pilot, app, len(traffic))
+        await until(pilot, lambda: "(last hour and this)" in status_text(app))
+        await until(pilot, lambda: "recent events loaded" not in status_text(app))
+        assert "$12.5 since " in status_text(app) and " (last hour and this)" in status_text(app)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rich.console import Console, RenderableType
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.widgets import DataTable
 
+from agentwatch.tui.common import FittedTable, refill
 from agentwatch.tui.table import Cell, Table, line_segments, rich_segments
 from tests.tui.test_tui_app import until
 
@@ -188,3 +191,35 @@ def test_a_line_is_the_segments_rich_gives_for_the_same_cells() -> None:
                 cells,
                 widths,
             )
+
+
+class Refilled(App[None]):
+    """A store screen's table: its columns at compose, its rows from an answer later."""
+
+    def __init__(self, kind: type[DataTable[Any]]) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def compose(self) -> ComposeResult:
+        table = self.kind(id="t", cursor_type="row")
+        table.add_columns("start", "cost")
+        table.styles.height = 5  # a share of the screen, as on the session page: no resize
+        yield table
+
+
+@pytest.mark.parametrize("kind", [FittedTable, DataTable])
+async def test_a_paint_before_the_tables_measure_does_not_keep_header_wide_cells(
+    kind: type[DataTable[Any]],
+) -> None:
+    """Rows come from a worker's answer; the screen paints (for another widget) before the table
+    is idle and has measured them. A FittedTable shows them whole after; Textual's DataTable keeps
+    the cells it painted at the headers' widths (the case this table exists for)."""
+    app = Refilled(kind)
+    async with app.run_test(size=(60, 8)) as pilot:
+        table = app.query_one(DataTable)
+        await pilot.pause()
+        refill(table, [("11:01:07", "$0.16")])
+        table.render_line(1)  # the paint that comes before the measure
+        await pilot.pause(0.3)
+        shown = table.render_line(1).text.split()
+        assert (shown == ["11:01:07", "$0.16"]) is (kind is FittedTable), shown

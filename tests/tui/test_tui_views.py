@@ -52,7 +52,7 @@ async def test_agent_detail_shows_calls_errors_conversation_and_subagents() -> N
         screen = app.screen
         assert isinstance(screen, AgentScreen) and screen.agent_name == "main-5e55105e"
         head = str(screen.query_one("#agent-head", Static).render())
-        assert "working Bash" in head and "1 calls · 0 errors" in head
+        assert "working Bash" in head and "1 call · 0 errors" in head
         assert [r[2] for r in table_rows(screen, "#agent-timeline")] == [
             "$ pytest -q",
             "Fix the flaky test",
@@ -119,9 +119,9 @@ async def test_team_view_edges_tasks_and_idle_teammates() -> None:
         assert edges[0][5] == "Second pass done"
         assert edges[1][1:4] == ["main-96f21a61", "researcher", "1"] and edges[1][5] == "Kickoff"
         tasks = table_rows(screen, "#team-tasks")
-        assert [(t[0], t[1], t[2], t[3]) for t in tasks] == [
-            ("2", "open", "Review the store", "main-96f21a61"),
-            ("1", "done", "Collect payloads", "researcher"),
+        assert [tuple(t[:5]) for t in tasks] == [
+            ("96f21a61", "2", "open", "Review the store", "main-96f21a61"),
+            ("96f21a61", "1", "done", "Collect payloads", "researcher"),
         ]
         idle = table_rows(screen, "#team-idle")
         assert [(r[0], r[1]) for r in idle] == [("researcher", "4s")]
@@ -316,7 +316,7 @@ async def test_text_that_looks_like_markup_is_shown_as_written_everywhere() -> N
         assert odd in table_rows(app.screen, "#agent-errors")[0][2]
         await pilot.press("t")
         await until(pilot, lambda: len(table_rows(app.screen, "#team-tasks")) == 1)
-        assert table_rows(app.screen, "#team-tasks")[0][2] == odd
+        assert table_rows(app.screen, "#team-tasks")[0][3] == odd
         assert table_rows(app.screen, "#team-edges")[0][5] == odd
         await pilot.pause(0.3)
         assert app.is_running

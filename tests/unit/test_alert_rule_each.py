@@ -86,3 +86,17 @@ def test_the_rule_stays_quiet_fires_and_resolves(rule: str) -> None:
     assert play(before, quiet_at) == []
     assert play(firing, fire_at) == [(rule, "firing")]
     assert play(resolving, resolve_at) == [(rule, "resolved")]
+
+
+@pytest.mark.parametrize("environ", [{}, {"GENIE_TEAM": "demo"}])
+def test_a_teammates_completion_meets_its_leads_creation(environ: dict[str, str]) -> None:
+    """The lead creates three tasks, its teammate completes two and goes idle: one is open, however
+    the team is named (GENIE_TEAM, or the session's implicit team the teammate's payload names)."""
+    from tests.team_tasks import AT, team_envelopes
+
+    eng = Engine(parse_rules("[idle_with_open_tasks]\nafter_s = 30\n"))
+    for env in team_envelopes(3, 2, environ=environ):
+        eng.observe(env)
+    fired = [a for a in eng.tick(AT + 100) if a["rule"] == "idle_with_open_tasks"]
+    assert [(a["agent"], a["details"]["open_tasks"]) for a in fired] == [("researcher", 1)], fired
+    assert fired[0]["summary"].endswith("with 1 open task")

@@ -367,6 +367,13 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_owner_usage_mv {ON_CLUSTER} TO session_owner AS",
         f"CREATE OR REPLACE VIEW session_costs {ON_CLUSTER} AS",
         f"CREATE OR REPLACE VIEW sessions {ON_CLUSTER} AS",
+        # 022: tool_calls and tool_calls_since, their outcome names generated from agents.py.
+        f"CREATE OR REPLACE VIEW tool_calls {ON_CLUSTER} AS",
+        f"CREATE OR REPLACE VIEW tool_calls_since {ON_CLUSTER} AS",
+        # 023_invalid_input: the agent rollup's view again, without invalid hook input
+        f"DROP VIEW IF EXISTS agent_key_rollup_mv {ON_CLUSTER};",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS agent_key_rollup_mv {ON_CLUSTER} "
+        "TO agent_key_rollup_local AS",
     ]
 
 
@@ -412,6 +419,8 @@ def test_the_output_splits_like_a_migration() -> None:
         + 6  # 020_live_window: scope_hours (local and Distributed), its three views, agents_since
         + 26  # 021_attribution: 18 columns, two views' queries, two rollups (two tables and a view each)
         + 6  # and the sessions' owner: session_owner (two tables, two views), sessions, session_costs
+        + 2  # 022_call_outcomes: tool_calls, tool_calls_since
+        + 2  # 023_invalid_input: the agent rollup's view dropped and made again
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -1,12 +1,14 @@
 """The translation of envelopes into GenAI spans (consumers/otel_spans.py): ids derived, spans
-closed on a lost session and an unfinished tool call, a rebuild that sends nothing twice, content
-off unless asked for and then redacted."""
+closed on a lost session (by event time, as the store judges lost) and an unfinished tool call, a
+rebuild that sends nothing twice, content off unless asked for and then redacted, every attribute
+name the conventions' or agentwatch's, over every harness's real captures."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from agentwatch.consumers.otel_spans import Span, Tracer, span_id_of, trace_id_of
+from agentwatch.consumers.otel_spans import FUTURE_S, Span, Tracer, epoch_ns, span_id_of, trace_id_of
 
 Json = dict[str, Any]
 TOOL_OUTPUT = "the build printed 42 lines of secret sauce"
@@ -42,8 +44,7 @@ def run(tracer: Tracer, envelopes: list[Json]) -> list[Span]:
 
 
 def test_a_session_is_a_tree_with_derived_ids() -> None:
-    clock = [0.0]
-    tracer = Tracer(lost_after_s=60, clock=lambda: clock[0])
+    tracer = Tracer(lost_after_s=60)
     spans = run(
         tracer, [*SESSION, env(8, "PostToolUse", tool_name="Read", tool_use_id="t2"), env(9, "SessionEnd")]
     )
@@ -74,13 +75,11 @@ def test_a_session_is_a_tree_with_derived_ids() -> None:
 
 
 def test_a_lost_session_ends_its_unfinished_tool_unset_at_the_lost_time() -> None:
-    clock = [0.0]
-    tracer = Tracer(lost_after_s=60, clock=lambda: clock[0])
+    tracer = Tracer(lost_after_s=60)
     run(tracer, SESSION)
-    clock[0] = 59.0
-    assert tracer.tick() == []
-    clock[0] = 61.0
-    spans = tracer.tick()
+    last = epoch_ns(SESSION[-1]["timestamp"])
+    assert tracer.tick(last + 60 * 10**9) == []  # silent for exactly the lost time: not yet
+    spans = tracer.tick(last + 60 * 10**9 + 1)
     assert [s.name for s in spans] == ["execute_tool Read", "invoke_agent lead"]
     tool, root = spans
     lost_at = root.end_ns
@@ -88,6 +87,40 @@ def test_a_lost_session_ends_its_unfinished_tool_unset_at_the_lost_time() -> Non
     assert tool.end_ns == lost_at and tool.status == "unset"
     assert tool.attributes["agentwatch.tool.outcome"] == "unfinished"
     assert root.attributes["agentwatch.lost"] is True and tracer.sessions == {}
+
+
+def test_lost_is_judged_on_event_time_so_any_pace_ends_the_same_sessions() -> None:
+    """Another session's event more than the lost time after this one's last ends it (at its last
+    event plus the lost time), however fast the envelopes come; its next event opens a new root."""
+    other = [env(n, "PreToolUse", session_id="s-2", tool_name="Read", tool_use_id=f"o{n}") for n in (8, 40)]
+    late = {**other[1], "timestamp": "2026-11-27T10:01:08.001+00:00", "id": "late"}
+    resumed = env(9, "SessionEnd", timestamp="2026-11-27T10:01:09+00:00", id="again")
+    tracer = Tracer(lost_after_s=60)
+    spans = run(tracer, [*SESSION, *other])
+    assert not any(s.attributes.get("agentwatch.lost") for s in spans), "none silent 60 s yet"
+    spans = run(tracer, [late, resumed])
+    lost = [s for s in spans if s.attributes.get("agentwatch.lost")]
+    assert [s.name for s in lost] == ["invoke_agent lead"]
+    assert lost[0].end_ns == epoch_ns(SESSION[-1]["timestamp"]) + 60 * 10**9
+    assert spans[-1].name == "invoke_agent lead" and spans[-1].span_id != lost[0].span_id
+    assert "agentwatch.lost" not in spans[-1].attributes
+    again = Tracer(lost_after_s=60)  # the same envelopes, another pace: one at a time, ticks between
+    replayed = []
+    for e in [*SESSION, *other, late, resumed]:
+        replayed += again.tick(epoch_ns(e["timestamp"]) - 1) + again.take(e)
+    assert [(s.span_id, s.end_ns) for s in replayed] == [
+        (s.span_id, s.end_ns) for s in run(Tracer(lost_after_s=60), [*SESSION, *other, late, resumed])
+    ]
+
+
+def test_an_event_stamped_far_ahead_ends_no_session() -> None:
+    now = epoch_ns(SESSION[-1]["timestamp"])
+    tracer = Tracer(lost_after_s=60, wall=lambda: now)
+    run(tracer, SESSION)
+    ahead = env(8, "PreToolUse", session_id="s-2", tool_name="Read", tool_use_id="x")
+    ahead["timestamp"] = "2026-11-27T10:20:00+00:00"  # 20 minutes past this machine's clock
+    assert FUTURE_S < 20 * 60 and run(tracer, [ahead]) == []
+    assert "s-1" in tracer.sessions
 
 
 def test_a_rebuild_sends_nothing_twice_and_closes_what_was_open() -> None:
@@ -110,6 +143,51 @@ def test_content_is_off_unless_asked_and_then_redacted() -> None:
     assert "make" in str(tool.attributes["gen_ai.tool.call.arguments"])
 
 
+def test_a_prompt_is_sent_redacted_with_content_and_not_at_all_without() -> None:
+    key = "sk-ant-api03-" + "Q7x" * 30
+    prompt = env(1, "UserPromptSubmit", data={"prompt": f"deploy the report with key {key}"})
+    session = [SESSION[0], prompt, *SESSION[2:5], env(9, "SessionEnd")]
+    root = run(Tracer(content=True), session)[-1]
+    (message,) = json.loads(str(root.attributes["gen_ai.input.messages"]))
+    assert message["role"] == "user" and message["parts"][0]["type"] == "text"
+    text = message["parts"][0]["content"]
+    assert text.startswith("deploy the report with key") and key not in text and "Q7xQ7x" not in text
+    flat = repr([s.attributes for s in run(Tracer(), session)])
+    assert "deploy the report" not in flat and TOOL_OUTPUT not in flat and "Q7xQ7x" not in flat
+
+
 def test_the_same_usage_again_is_one_chat_span() -> None:
     tracer = Tracer()
     assert len(run(tracer, [SESSION[5], SESSION[5]])) == 1
+
+
+def test_finish_reasons_where_the_harness_says_them() -> None:
+    """Claude Code's in the usage envelope; Gemini's on the last AfterModel chunk (normalised to
+    PostModelRequest), matched to the usage record with the same tokens; none otherwise."""
+    claude = {**SESSION[5], "stop_reason": "end_turn"}
+    (chat,) = run(Tracer(), [claude])
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("end_turn",)
+    gemini = {"harness": "gemini-cli", "session_id": "g-1", "agent": "main-g"}
+    chunk = env(
+        1,
+        "PostModelRequest",
+        **gemini,
+        data={
+            "llm_response": {
+                "candidates": [{"finishReason": "STOP", "index": 0}],
+                "usageMetadata": {
+                    "promptTokenCount": 1037,
+                    "candidatesTokenCount": 73,
+                    "totalTokenCount": 1126,
+                },
+            }
+        },
+    )
+    usage = {"kind": "usage", "model": "gemini-3-pro", "message_id": "gm1", "input_tokens": 1037 - 256,
+             "cache_read_input_tokens": 256, "output_tokens": 73 + 16, "reasoning_tokens": 16}  # fmt: skip
+    other = {**usage, "message_id": "gm2", "output_tokens": 50}
+    tracer = Tracer()
+    spans = run(tracer, [env(0, "SessionStart", **gemini), chunk, env(2, "Usage", **gemini, **usage),
+                         env(3, "Usage", **gemini, **other)])  # fmt: skip
+    assert [s.attributes.get("gen_ai.response.finish_reasons") for s in spans] == [("STOP",), None]
+    assert tracer.reasons == {}

@@ -60,6 +60,8 @@ def test_the_feed_is_the_history_then_the_live_events_each_once(before: int, lat
     for env in delivered[:split]:
         state.deliver(dict(env))
         state.drain()
+    # The history is asked once the store's first answer is in: its roster has the lead.
+    state.roster.seed([{"host": LEAD[0], "scope": LEAD[1], "agent": LEAD[2]}])
     state.take_history([dict(env) for env in STORED])
     state.drain()
     for env in delivered[split:]:
@@ -155,3 +157,18 @@ def test_the_live_view_model_imports_no_textual() -> None:
     code = "import sys, agentwatch.tui.live; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_the_history_notes_the_roster_agents_and_makes_none() -> None:
+    """A stored event is the store's: it goes into the timeline of an agent the store's answer
+    has, a stored message (which names no host) into its sender's by scope and name; an agent the
+    answer does not have (beyond the window) is not made from the history."""
+    state = LiveState(stored=True)
+    state.take_truth(answer(set(), 3))
+    message = {**event(4, "PostToolUse"), "id": "m4", "kind": "message", "host": "", "peer": "sub"}
+    stranger = {**event(5), "id": "x5", "session_id": "an-old-session"}
+    state.take_history([*(dict(env) for env in STORED), message, stranger])
+    assert [a.key for a in state.roster.agents()] == [LEAD]
+    lead = state.roster.get(LEAD)
+    assert lead is not None and ids(list(lead.timeline)) == ["e1", "e2", "e3", "m4"]
+    assert ids(state.feed.lines()) == ["e1", "e2", "e3", "m4", "x5"], "the feed shows them all"

@@ -15,7 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from agentwatch.store import door_queries, queries
+from agentwatch import config
+from agentwatch.store import door_queries, live_roster, queries
 from agentwatch.store.answer import Answer, plain_rows
 from agentwatch.store.queries import Query
 
@@ -146,9 +147,12 @@ TIMELINE_COLUMNS = ("timestamp", "event", "agent", "peer", "tool_name", "text", 
 
 
 def roster(reader: Reader, args: Mapping[str, Any]) -> dict[str, Any]:
-    answer = _ask(reader, queries.roster(_int(args, "limit", ROSTER_ROWS, queries.ROSTER_LIMIT)))
-    first = answer.first()
-    total = {"agents": first.get("agents_total", 0), "events": first.get("events_total", 0)}
+    limit = _int(args, "limit", ROSTER_ROWS, queries.ROSTER_LIMIT)
+    lost_after_s = config.lost_after_s(config.environ_now())  # the dashboard's setting
+    window = live_roster.read(lambda q: _ask(reader, q), limit, lost_after_s)
+    rows = [tuple(r.get(c) for c in ROSTER_COLUMNS) for r in window.roster]
+    answer = Answer(columns=ROSTER_COLUMNS, types=("",) * len(ROSTER_COLUMNS), rows=rows)
+    total = {"agents": window.agents_total, "events": window.events_total}
     return {"agents": records(answer, ROSTER_COLUMNS), "total": total}
 
 

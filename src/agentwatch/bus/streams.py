@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as FetchTimeout
@@ -300,3 +301,20 @@ async def stream_status(url: str, environ: Mapping[str, str] = os.environ) -> li
     finally:
         await nc.close()
     return lines
+
+
+async def stream_captures(opts: Mapping[str, Any], inbox_prefix: str, subject: str, timeout: float) -> bool:
+    """Whether a JetStream stream captures `subject`, asked with the login in `opts` (its replies
+    on `inbox_prefix`, where that login may receive them); raises when it cannot be asked."""
+    import nats
+
+    nc = await nats.connect(
+        **opts, inbox_prefix=inbox_prefix, allow_reconnect=False, connect_timeout=max(1, int(timeout))
+    )
+    try:
+        await nc.jetstream(timeout=timeout).find_stream_name_by_subject(subject)
+        return True
+    except NotFoundError:
+        return False
+    finally:
+        await nc.close()

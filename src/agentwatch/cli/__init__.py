@@ -37,8 +37,9 @@ from agentwatch.cli.errors import CliError
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentwatch",
-        description="Observability for teams of AI coding agents: Claude Code hooks on NATS, in ClickHouse. "
-        "With no command, the live dashboard.",
+        description="Observability for teams of AI coding agents (Claude Code, Codex CLI, Gemini CLI): "
+        "their hooks' events and token usage on a NATS bus, stored in ClickHouse, with a live dashboard, "
+        "SQL, costs, search, exports and alerts. With no command, the live dashboard.",
     )
     parser.add_argument("--version", action="version", version=f"agentwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -141,14 +141,38 @@ def cmd_cost(args: argparse.Namespace) -> int:
         print("no API calls of that person or repository: `agentwatch cost --by person` lists people")
         return 0
     if not rows and not total.get("api_calls"):
-        print("no token usage stored yet: it arrives with the hook's Stop events, or run `agentwatch import`")
+        print(_nothing(args, since, run_sql))
         return 0
     for line in table(args.by, rows):
         print(line)
     print()
     for line in totals(total, since):
         print(line)
+    groups = int(total.get("sessions") or 0) if args.by == "session" else None
+    if len(rows) >= args.limit and (groups is None or groups > len(rows)):
+        counted = f" of {groups:,}" if groups is not None else ""
+        print(f"({len(rows):,}{counted} {_PLURAL[args.by]} listed: --limit for more)")
     return 0
+
+
+_PLURAL = {"session": "sessions", "agent": "agents", "team": "teams", "model": "models", "day": "days",
+           "harness": "harnesses", "person": "people", "repo": "repositories",
+           "branch": "branches"}  # fmt: skip
+
+
+def _nothing(args: argparse.Namespace, since: str | None, run_sql: Any) -> str:
+    """Why the table is empty: nothing stored at all, or nothing in this window or for this owner."""
+    from agentwatch.store import queries
+
+    if since is None and not (args.person or args.repo):
+        return "no token usage stored yet: it arrives with the hook's Stop events, or run `agentwatch import`"
+    everything = queries.cost_total()
+    stored = int(run_sql(everything.sql, params=everything.params).first().get("api_calls") or 0)
+    if not stored:
+        return "no token usage stored yet: it arrives with the hook's Stop events, or run `agentwatch import`"
+    owner = " ".join(f"{k} {v!r}" for k, v in (("of", args.person), ("in", args.repo)) if v)
+    window = f" since {since} UTC" if since else ""
+    return f"no API calls {owner + ' ' if owner else ''}stored{window}; {stored:,} stored in all"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

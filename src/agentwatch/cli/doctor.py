@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from agentwatch import __version__, config, reach
+from agentwatch.cli.errors import usable_data_dir
 from agentwatch.cli.spool import when
 from agentwatch.format import human_bytes
 
@@ -68,7 +69,35 @@ def _check_bus(url: str, timeout: float) -> bool:
         f"           answers: nats-server {info.get('version', '?')}, {js}, "
         f"max_payload {human_bytes(conn.max_payload)}, connect+ping {rtt:.1f} ms"
     )
-    return True
+    kept = _stream_keeps(url, timeout) if info.get("jetstream") else False
+    if kept is False:
+        print(f"           WARNING: {NO_STREAM}")
+        print("           the hook's events are delivered to whoever listens and then gone, never spooled:")
+        print("           run `agentwatch up` here (it makes the GENIE stream), or `agentwatch store`")
+    elif kept is None:
+        print("           could not ask JetStream which stream keeps genie.> (this login may not)")
+    return kept is not False
+
+
+NO_STREAM = "no stream keeps genie.> on this bus"
+
+
+def _stream_keeps(url: str, timeout: float) -> bool | None:
+    """Whether a JetStream stream captures the hook's subjects (JetStream's STREAM.NAMES, asked
+    with the hook's login); None when it could not be asked."""
+    try:
+        import asyncio
+
+        from agentwatch.bus.streams import stream_captures
+    except ImportError:
+        return None
+    from agentwatch.emitter.wire import ACK_PREFIX
+
+    opts = config.nats_options(url, os.environ, name="agentwatch-doctor", role=config.HOOK)
+    try:
+        return asyncio.run(stream_captures(opts, ACK_PREFIX, "genie.tool.doctor.call", timeout))
+    except Exception:
+        return None
 
 
 def _time_hook(emit: str, runs: int) -> None:
@@ -98,7 +127,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     url = config.nats_url(os.environ)
     print(f"agentwatch {__version__}")
-    print(f"data dir:  {config.data_dir()}")
+    print(f"data dir:  {usable_data_dir(os.environ)}")
     print(f"bus:       {config.display_urls(url)}  (from {config.nats_url_source()})")
     healthy = _check_bus(url, args.timeout)
     if config.flag(os.environ, "AGENTWATCH_DISABLED"):

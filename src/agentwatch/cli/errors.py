@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 # Which extra brings which top-level module.
 EXTRAS: dict[str, str] = {
     "faststream": "consumers",
@@ -42,3 +44,25 @@ def require(command: str, extra: str, *modules: str) -> None:
     for module in modules:
         if importlib.util.find_spec(module) is None:
             raise missing_extra(ModuleNotFoundError(name=module), command, extra)
+
+
+def usable_data_dir(environ: Mapping[str, str]) -> str:
+    """The data dir, made if it is missing; CliError naming AGENTWATCH_DATA_DIR when it cannot be
+    made or written (a path under a file, a read-only disk)."""
+    import os
+
+    from agentwatch import config
+
+    path = config.data_dir(environ)
+    try:
+        config.ensure_dir(path)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        where = "AGENTWATCH_DATA_DIR" if environ.get("AGENTWATCH_DATA_DIR") else "the default"
+        raise CliError(
+            f"cannot use the data dir {path} (from {where}): {exc.strerror or exc}; "
+            "set AGENTWATCH_DATA_DIR to a directory you can write",
+            1,
+        ) from None
+    return path

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from agentwatch.cli.errors import CliError, require
+from agentwatch.cli.sessions import resolve_session
 
 if TYPE_CHECKING:
     from agentwatch.cli.sources import History
@@ -51,6 +52,7 @@ class Progress:
         self._show()
 
     def _show(self, end: str = "") -> None:
+        self.total = max(self.total, self.done)  # an event stored late, from before the export began
         pct = 100.0 * self.done / self.total if self.total else 100.0
         line = f"exporting: {self.done:,} of {self.total:,} events ({pct:.0f}%)"
         self.out.write(("\r" + line + end) if self.tty else line + "\n")
@@ -62,7 +64,12 @@ class Progress:
 
 
 def pages(
-    history: History, session: str, since: str, page: int = PAGE, owner: tuple[str, str] = ("", "")
+    history: History,
+    session: str,
+    since: str,
+    page: int = PAGE,
+    owner: tuple[str, str] = ("", ""),
+    until: str = "",
 ) -> Iterator[Answer]:
     """The export's events, page after page, each page after the last one's last event."""
     from agentwatch.store import queries, session_queries
@@ -70,7 +77,7 @@ def pages(
 
     after = (queries.EPOCH, "")
     while True:
-        query = session_queries.export_page(session, since, after, page, *owner)
+        query = session_queries.export_page(session, since, after, page, *owner, until=until)
         answer = history.query(query.sql, query.params, max_rows=page)
         if not answer.rows and answer.truncated:
             raise CliError(
@@ -163,7 +170,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from agentwatch.cli.cost import parse_since
     from agentwatch.cli.sql import history
     from agentwatch.store import queries, session_queries
-    from agentwatch.store.answer import HistoryError
+    from agentwatch.store.answer import HistoryError, params_of
 
     if not args.session and not args.since:
         raise CliError("say what to export: --session ID (`agentwatch sql` lists them), or --since 1d")
@@ -171,17 +178,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     binary = args.format == "parquet"
     if args.output in (None, "-") and binary and sys.stdout.isatty():
         raise CliError("Parquet is binary: give a file with -o FILE.parquet, or redirect stdout")
+    args.session = resolve_session(args.session or "")
     source = history()
     try:
         owner = (args.person, args.repo)
         count = session_queries.export_count(args.session or "", since, *owner)
-        total = int(source.query(*count).scalar() or 0)
+        counted = source.query(*count).first()
+        total = int(counted.get("events") or 0)
+        # The newest event's time then: what is stored while this runs is the next export's.
+        until = str(params_of([counted["until"]])[0]) if total else ""
         if total == 0:
             raise CliError(
                 f"no events in session {args.session!r}" if args.session else f"no events since {since} UTC"
             )
         progress = Progress(total, sys.stderr)
-        answers = pages(source, args.session or "", since, owner=owner)
+        answers = pages(source, args.session or "", since, owner=owner, until=until)
         target = sys.stdout.buffer if args.output in (None, "-") else open(args.output, "wb")  # noqa: SIM115
         try:
             if args.format == "jsonl":
@@ -220,7 +231,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "as published), Parquet (the events table's columns and types; needs pyarrow), or Markdown (a "
         "readable transcript: each turn with its prompt, tools, tokens and cost, then its events).",
     )
-    export.add_argument("--session", metavar="ID", help="the session to export")
+    export.add_argument(
+        "--session", metavar="ID", help="the session to export: its id, or a unique part shown on screens"
+    )
     export.add_argument(
         "--since", metavar="WHEN", help="everything since: 30m, 12h, 7d, 2w, today, or a date (UTC)"
     )

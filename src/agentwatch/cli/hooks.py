@@ -4,7 +4,7 @@ and emitter/registration.py (Codex CLI, Gemini CLI)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from agentwatch.cli.errors import CliError
@@ -64,16 +64,59 @@ def _default_harnesses(args: argparse.Namespace) -> list[str]:
     return [CLAUDE_CODE] if args.scope != DEFAULT_SCOPE else found_harnesses()
 
 
+def otel_endpoint(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    """Where Claude Code is to send its telemetry: --otel-endpoint, else the receiver `up` serves
+    (AGENTWATCH_OTLP_ADDR, else the default); None without --otel."""
+    if not (args.otel or args.otel_endpoint):
+        return None
+    if args.otel_endpoint:
+        return str(args.otel_endpoint)
+    addr = environ.get("AGENTWATCH_OTLP_ADDR", "").strip()
+    return f"http://{addr}" if addr and addr.lower() != "off" else DEFAULT_ENDPOINT
+
+
+def check_otel_receiver(endpoint: str, timeout: float = 2.0) -> str:
+    """A note on who answers at `endpoint`: agentwatch's OTLP receiver (''), or nothing yet; CliError
+    when another program holds it (Claude Code would send its telemetry there)."""
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(endpoint.rstrip("/") + "/v1/logs", timeout=timeout) as answer:  # noqa: S310
+            server = answer.headers.get("Server", "")
+    except urllib.error.HTTPError as exc:  # our receiver answers a GET with 405
+        server = exc.headers.get("Server", "") if exc.headers else ""
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, ConnectionRefusedError):
+            return f"nothing listens at {endpoint} yet: `agentwatch up` serves it (AGENTWATCH_OTLP_ADDR)"
+        server = f"not an HTTP server that answers ({reason})"
+    if server.startswith("agentwatch-otlp"):
+        return ""
+    raise CliError(
+        f"{endpoint} is held by another program ({server or 'no Server header'}), not agentwatch's "
+        "OTLP receiver: Claude Code's telemetry would go there. Stop it, or run `agentwatch up` with "
+        "AGENTWATCH_OTLP_ADDR=127.0.0.1:PORT and install with that setting (or --otel-endpoint)"
+    )
+
+
 def _claude_install(args: argparse.Namespace) -> str:
+    import os
+
+    endpoint = otel_endpoint(args, os.environ)
+    note = check_otel_receiver(endpoint) if endpoint and not args.dry_run else ""
     line = install(
         settings_path(args.scope, args.project_dir),
         args.emit_command or default_command(),
         timeout=args.timeout,
         async_=args.async_,
         dry_run=args.dry_run,
-        otel=(args.otel_endpoint or DEFAULT_ENDPOINT) if args.otel or args.otel_endpoint else None,
+        otel=endpoint,
     )
-    return line if args.dry_run else f"{LABELS[CLAUDE_CODE]}: {line}"
+    if args.dry_run:
+        return line
+    return f"{LABELS[CLAUDE_CODE]}: {line}" + (f"\n  {note}" if note else "")
 
 
 def _install_cmd(args: argparse.Namespace) -> int:
@@ -210,7 +253,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     where, which, handler = _common_options()
     install_p = actions.add_parser(
-        "install", parents=[where, which, handler], help="register the hook on every event (idempotent)"
+        "install",
+        parents=[where, which, handler],
+        help="register the hook on every event (idempotent)",
+        description="Register agentwatch's hook on every event in the agents' own settings (Claude Code's "
+        "settings.json, Codex's hooks.json, Gemini CLI's settings.json), keeping everything else in them; "
+        "running it again changes nothing.",
     )
     install_p.add_argument(
         "--codex",
@@ -222,7 +270,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--otel",
         action="store_true",
         help="also set Claude Code's OpenTelemetry variables in the settings' env, so it sends its own "
-        f"telemetry to the collector's OTLP receiver ({DEFAULT_ENDPOINT}); uninstall removes them",
+        f"telemetry to the collector's OTLP receiver (AGENTWATCH_OTLP_ADDR, default {DEFAULT_ENDPOINT}), "
+        "checked to be agentwatch's; uninstall removes them",
     )
     install_p.add_argument(
         "--otel-endpoint", metavar="URL", default=None, help="with --otel: the collector's OTLP/HTTP base URL"
@@ -233,9 +282,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parents=[where, which],
         help="remove agentwatch's hooks and telemetry settings, and nothing else (a file that install "
         "created is deleted)",
+        description="Remove agentwatch's hooks and telemetry settings from the agents' settings and nothing "
+        "else: a file install created is deleted, a file it found is left as it was before.",
     )
     uninstall_p.set_defaults(func=_uninstall_cmd)
     print_p = actions.add_parser(
-        "print", parents=[which, handler], help="print the JSON that install would merge"
+        "print",
+        parents=[which, handler],
+        help="print the JSON that install would merge",
+        description="Print the registration install would merge into an agent's settings, to paste by "
+        "hand or to read before installing; nothing is written.",
     )
     print_p.set_defaults(func=_print_cmd)

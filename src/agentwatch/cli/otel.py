@@ -60,22 +60,17 @@ def backfill(environ: Mapping[str, str], since: str, rate: int) -> int:
     """Send the history since `since`; returns the number of spans sent."""
     from agentwatch.cli.sources import History
     from agentwatch.consumers.otel_export import Exporter
-    from agentwatch.consumers.otel_spans import epoch_ns
 
-    exporter = Exporter(environ)
-    latest = [0.0]
-    exporter.tracer.clock = lambda: latest[0]  # lost is judged on the history's own time
+    exporter = Exporter(environ)  # (lost is judged on the history's own time, as live)
     history = History(environ)
     started = time.monotonic()
     done = 0
     pending: list[Any] = []
     try:
         for env in history_envelopes(history, since):
-            latest[0] = max(latest[0], epoch_ns(env["timestamp"]) / 1e9)
             pending.extend(exporter.tracer.take(env))
             done += 1
             if done % 500 == 0:
-                pending.extend(exporter.tracer.tick())
                 _flush(exporter, pending)
                 _progress(done, exporter.sent, started)
                 # at most `rate` events a second: wait for the time this many should have taken

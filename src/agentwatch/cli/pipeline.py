@@ -19,12 +19,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from agentwatch import config, reach
-from agentwatch.cli.errors import CliError, missing_extra, require
+from agentwatch.cli.errors import CliError, missing_extra, require, usable_data_dir
+from agentwatch.cli.spool import flush_at_start
 from agentwatch.config import ServerURL, display_urls, parse_urls
 from agentwatch.emitter.wire import BusError, connect
 
@@ -200,6 +201,22 @@ def _tail(path: Path, lines: int = 12) -> str:
         return ""
 
 
+def _closed_doors(log: Path, start: int, wait: float = 10.0) -> list[str]:
+    """The banner lines of a pipeline started in the background that say a door stayed closed (an
+    address another program holds): said on the terminal, not only in its log. Waits for the
+    banner's last line, at most `wait` seconds."""
+    deadline = time.monotonic() + wait
+    text = ""
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), log.open("rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+        if "Ctrl-C stops" in text:
+            break
+        time.sleep(0.1)
+    return [" ".join(line.split()) for line in text.splitlines() if "not served:" in line]
+
+
 def hold_embedded_store(environ: Mapping[str, str], command: str) -> int | None:
     """The embedded ClickHouse of this data dir belongs to one process: take it (an open,
     flock-ed pid file, kept for the life of this process), or say who has it. None for a server."""
@@ -226,7 +243,7 @@ def hold_embedded_store(environ: Mapping[str, str], command: str) -> int | None:
 
 def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str], verbose: bool,
                   started_at: float, command: str = "up", store: bool = True,
-                  watchdog: bool = True) -> int:  # fmt: skip
+                  watchdog: bool = True, at_start: Callable[[], list[str]] | None = None) -> int:  # fmt: skip
     try:
         from agentwatch.consumers.app import CollectorError, run
     except ImportError as exc:
@@ -234,7 +251,7 @@ def run_collector(nats_url: str, environ: Mapping[str, str], *, banner: list[str
     hold_embedded_store(environ, command)
     try:
         run(nats_url, environ, banner=banner, verbose=verbose, started_at=started_at, store=store,
-            alerts=watchdog)  # fmt: skip
+            alerts=watchdog, at_start=at_start)  # fmt: skip
     except CollectorError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -247,7 +264,7 @@ def cmd_up_with_dashboard(args: argparse.Namespace) -> int:
     writes its last batch); a pipeline that was already running is left alone.
     """
     environ = dict(os.environ)
-    data = Path(config.ensure_dir(config.data_dir(environ)))
+    data = Path(usable_data_dir(environ))
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     command = [sys.executable, "-m", "agentwatch"]
     try:
@@ -256,6 +273,7 @@ def cmd_up_with_dashboard(args: argparse.Namespace) -> int:
         else:
             log = data / "up.log"
             print(f"agentwatch up: starting the pipeline (its output: {log})", flush=True)
+            start = log.stat().st_size if log.exists() else 0
             with log.open("ab") as out:
                 up = subprocess.Popen(
                     [*command, "up"],
@@ -272,6 +290,8 @@ def cmd_up_with_dashboard(args: argparse.Namespace) -> int:
                 if time.monotonic() > deadline:
                     raise CliError(f"the pipeline did not answer within 60 s:\n{_tail(log)}")
                 time.sleep(0.2)
+            for line in _closed_doors(log, start):
+                print(f"agentwatch up: {line}", file=sys.stderr, flush=True)
         if args.demo:
             log = data / "demo.log"
             print(f"agentwatch demo: {args.demo} events/s (its output: {log})", flush=True)
@@ -310,7 +330,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     _hangup_stops()
     environ = os.environ
     url = config.nats_url(environ)
-    data = config.ensure_dir(config.data_dir(environ))
+    data = usable_data_dir(environ)
     started_at = time.monotonic()
     try:
         urls = parse_urls(url)
@@ -347,6 +367,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             banner=[f"agentwatch up: data in {data}", bus_line],
             verbose=args.verbose,
             started_at=started_at,
+            at_start=lambda: flush_at_start(environ),
         )
     finally:
         if local is not None:
@@ -376,6 +397,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Run the whole pipeline on this machine: the bundled nats-server when no bus answers, "
         "the GENIE stream, the store into ClickHouse (embedded unless AGENTWATCH_CLICKHOUSE_URL says "
         "otherwise) and the query service. With --dashboard, the dashboard in front.",
+        epilog="Where it runs, from the environment: AGENTWATCH_NATS_URL (the bus, default "
+        "nats://127.0.0.1:4222; another local port starts the bundled nats-server there, and the hook "
+        "and every command read the same setting), AGENTWATCH_METRICS_ADDR (/metrics, default "
+        "127.0.0.1:9464) and AGENTWATCH_OTLP_ADDR (the OTLP receiver, default 127.0.0.1:4318), each "
+        "host:port or off, AGENTWATCH_DATA_DIR and AGENTWATCH_CLICKHOUSE_URL. Every setting: "
+        "docs/configuration.md.",
     )
     up.add_argument("-v", "--verbose", action="store_true", help="log every batch")
     up.add_argument(

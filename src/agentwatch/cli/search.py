@@ -13,7 +13,9 @@ import datetime as dt
 from typing import Any
 
 from agentwatch.cli.errors import CliError, require
+from agentwatch.cli.sessions import resolve_session
 from agentwatch.format import truncate
+from agentwatch.harnesses import short_id
 
 # (header, column, width) of the table.
 COLUMNS = (
@@ -25,7 +27,7 @@ COLUMNS = (
 
 
 def lines(rows: list[dict[str, Any]], width: int = 160) -> list[str]:
-    """The results as a table: time, session (its first characters), agent, event, and what
+    """The results as a table: time, session (its short id), agent, event, and what
     matched (the event's line, else the payload around the match)."""
     fixed = sum(w + 2 for _, _, w in COLUMNS)
     out = ["  ".join(h.ljust(w) for h, _, w in COLUMNS) + "  match"]
@@ -34,6 +36,8 @@ def lines(rows: list[dict[str, Any]], width: int = 160) -> list[str]:
         for _, column, w in COLUMNS:
             value = row.get(column)
             text = f"{value:%Y-%m-%d %H:%M:%S}" if isinstance(value, dt.datetime) else str(value or "")
+            if column == "session_id":  # the part `--session` takes that tells sessions apart
+                text = short_id(text)
             cells.append(truncate(text, w).ljust(w))
         match = str(row.get("text") or "")
         if row.get("excerpt"):
@@ -51,8 +55,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not session_queries.searchable(args.text):
         raise CliError(f"nothing to search for in {args.text!r}: give a word (letters or digits)")
     since = parse_since(args.since) if args.since else queries.EPOCH
+    session = resolve_session(args.session or "")
     query = session_queries.search(
-        args.text, since, args.agent or "", args.session or "", args.limit, args.person, args.repo
+        args.text, since, args.agent or "", session, args.limit, args.person, args.repo
     )
     answer = run_sql(query.sql, params=query.params)
     if args.format != "table":
@@ -83,7 +88,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--since", metavar="WHEN", help="only events since: 30m, 12h, 7d, 2w, today, or a date (UTC)"
     )
     search.add_argument("--agent", metavar="NAME", help="only this agent's events")
-    search.add_argument("--session", metavar="ID", help="only this session's events")
+    search.add_argument(
+        "--session", metavar="ID", help="only this session's events (its id or a unique part of it)"
+    )
     search.add_argument("--person", default="", help="only events of this person's sessions")
     search.add_argument("--repo", default="", help="only events in this repository (host/owner/name)")
     search.add_argument("--limit", type=int, default=50, help="events to list at most (default 50)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Mapping
 
 from agentwatch import config
 from agentwatch.cli.errors import CliError
@@ -85,14 +86,53 @@ def cmd_flush(args: argparse.Namespace) -> int:
     return 0 if not spool.status().count else 1
 
 
+def flush_at_start(environ: Mapping[str, str], seconds: float = 10.0) -> list[str]:
+    """What `up` says after sending what this host's hook spooled while the bus was down (the
+    stream is there by then); nothing when the spool is empty. Never raises: what is not sent
+    stays spooled for the next hook run or `agentwatch spool flush`."""
+    from agentwatch.emitter.hook import Publisher, refit, spool_for
+    from agentwatch.emitter.wire import BusError
+
+    spool = spool_for(environ)
+    try:
+        waiting = spool.status().count
+        if not waiting:
+            return []
+        deadline = time.monotonic() + seconds
+        publisher = Publisher(environ, deadline)
+        try:
+            fit = refit(publisher.max_payload)
+            sent, _ = spool.flush(publisher.publish, deadline, fit, wait_for_lock=True)
+        finally:
+            publisher.close()
+        left = spool.status().count
+    except (BusError, OSError, ValueError) as exc:
+        return [f"spool:       could not send the spooled events ({exc}); `agentwatch spool flush` retries"]
+    line = f"spool:       sent {sent:,} message(s) the hook spooled while the bus was down"
+    return [line + (f"; {left:,} left: `agentwatch spool flush`" if left else "")]
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     spool = sub.add_parser(
         "spool",
         help="show or send the events the hook kept while the bus was down",
-        description="The hook's spool: events kept while the bus was down, sent oldest first.",
+        description="The hook's spool: events kept while the bus was down, sent oldest first. "
+        "With no action, its status.",
     )
-    actions = spool.add_subparsers(dest="spool_command", metavar="ACTION", required=True)
-    actions.add_parser("status", help="what is waiting in the spool").set_defaults(func=cmd_status)
-    flush = actions.add_parser("flush", help="send everything spooled, oldest first")
+    spool.set_defaults(func=cmd_status)  # bare `agentwatch spool`: the status
+    actions = spool.add_subparsers(dest="spool_command", metavar="ACTION")
+    status = actions.add_parser(
+        "status",
+        help="what is waiting in the spool",
+        description="What this host's hook keeps in its spool: how many events, how old, what was lost "
+        "to a full disk, and input nothing could be made of.",
+    )
+    status.set_defaults(func=cmd_status)
+    flush = actions.add_parser(
+        "flush",
+        help="send everything spooled, oldest first",
+        description="Send everything this host's hook spooled to the bus, oldest first (`agentwatch up` "
+        "does this at its start, and each hook run sends some).",
+    )
     flush.add_argument("--timeout", type=float, default=10.0, help="seconds per round (default 10)")
     flush.set_defaults(func=cmd_flush)

@@ -6,6 +6,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,16 @@ from agentwatch.store.queries import QUERY_MAX_ROWS
 
 if TYPE_CHECKING:
     from agentwatch.cli.sources import History
+
+
+def _tidy(value: Any) -> Any:
+    """A float at 15 significant digits, what a Float64 holds for sure: a sum such as
+    0.0023057800000000003 prints as 0.00230578 (in lists too); any other value as it is."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.15g}")
+    if isinstance(value, list):
+        return [_tidy(v) for v in value]
+    return value
 
 
 def _cell(value: Any) -> str:
@@ -42,7 +53,7 @@ def _table(columns: list[str], rows: list[list[Any]], out: io.TextIOBase | Any) 
 def render(answer: Answer, fmt: str, out: io.TextIOBase | Any = sys.stdout) -> None:
     """Write an answer in `fmt` (table, csv, json or jsonl)."""
     columns = list(answer.columns)
-    rows = plain_rows(answer)
+    rows = [[_tidy(v) for v in row] for row in plain_rows(answer)]
     if fmt == "json":
         records = [dict(zip(columns, r, strict=True)) for r in rows]
         out.write(json.dumps(records, ensure_ascii=False, indent=2) + "\n")

@@ -20,14 +20,13 @@ def open_dashboard(environ: Mapping[str, str] = os.environ) -> int:
         live, history = dashboard_sources(environ)
     except ImportError as exc:
         raise missing_extra(exc, "tui", "tui") from None
-    from agentwatch.agents import LOST_AFTER_S
-    from agentwatch.config import number
+    from agentwatch.config import lost_after_s
 
     app = AgentwatchApp(
         live,
         history,
         theme=environ.get("AGENTWATCH_THEME", "").strip() or None,
-        lost_after_s=number(environ, "AGENTWATCH_LOST_AFTER_S", LOST_AFTER_S),
+        lost_after_s=lost_after_s(environ),
     )
     if sys.platform != "win32":  # Textual's drivers there are others
         from agentwatch.tui.drivers import ending_driver

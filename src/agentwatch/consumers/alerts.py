@@ -42,15 +42,8 @@ from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all
 from agentwatch.consumers.batch import batch_as_is, raw_batch
-from agentwatch.consumers.rules import (
-    Engine,
-    Json,
-    Rule,
-    RulesError,
-    default_file_text,
-    parse_rules,
-    parse_time,
-)
+from agentwatch.consumers.rulebook import Rules, RulesError, default_file_text, parse_rules
+from agentwatch.consumers.rules import Engine, Json, parse_time
 from agentwatch.consumers.screen import Fixes, screen
 from agentwatch.consumers.sinks import Sinks
 from agentwatch.contract import ALL_SUBJECTS, MSG_ID_HEADER, is_usage_subject
@@ -103,7 +96,7 @@ class Watchdog:
 
     # -- rules ---------------------------------------------------------------------------------
 
-    def load_rules(self) -> dict[str, Rule] | None:
+    def load_rules(self) -> Rules | None:
         """Read the rules file when it changed; on a bad file, log it and keep the rules in force."""
         try:
             if not self.path.exists():
@@ -195,7 +188,7 @@ class Watchdog:
         return out
 
     async def _poll_costs(self) -> None:
-        if not self.engine.rules["budget"].enabled:
+        if not self.engine.rules.budget.enabled:
             return
         try:
             rows = await asyncio.to_thread(_rows, self.client, queries.BUDGET_COSTS)

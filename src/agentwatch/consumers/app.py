@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -303,6 +303,17 @@ def setup_logging(verbose: bool = False) -> None:
     )
 
 
+def events_line(client: Any) -> str:
+    """The banner's word on events: how many the store already holds, or how to bring some."""
+    try:
+        held = int(client.command("SELECT count() FROM events"))
+    except Exception:  # a store that cannot say is no reason not to start
+        held = 0
+    if held:
+        return f"events:      {held:,} stored already; `agentwatch` opens the dashboard on them"
+    return "events:      register the hook with `agentwatch hooks install`, or try `agentwatch demo`"
+
+
 class CollectorError(Exception):
     """The collector could not start; the message says what to do."""
 
@@ -317,10 +328,12 @@ def run(
     out: TextIO = sys.stdout,
     store: bool = True,
     alerts: bool = True,
+    at_start: Callable[[], list[str]] | None = None,
 ) -> None:
     """Set up the stream, open ClickHouse, print what runs where, and serve until interrupted
     (`store=False`: the watchdog alone, `agentwatch alerts run`; `alerts=False`: the store without
-    a watchdog, `agentwatch store --no-watchdog`)."""
+    a watchdog, `agentwatch store --no-watchdog`). `at_start` runs once the stream is there and
+    before the store reads it (`up` sends the spool); its lines join the banner."""
     setup_logging(verbose)
     ch_url = config.clickhouse_url(environ)
     try:
@@ -340,6 +353,7 @@ def run(
         collector.store_client.close()
         collector.readers.close()
         raise
+    early = at_start() if at_start is not None else []
     lines = [
         *banner,
         f"stream:      GENIE on genie.> ({how}; JetStream de-duplicates by Nats-Msg-Id)",
@@ -347,7 +361,7 @@ def run(
         *(
             [
                 'queries:     agentwatch sql "SELECT ..."   (request/reply on agentwatch.query)',
-                "events:      register the hook with `agentwatch hooks install`, or try `agentwatch demo`",
+                events_line(collector.store_client),
             ]
             if store
             else []
@@ -357,6 +371,7 @@ def run(
         else "alerts:      no watchdog here (--no-watchdog); `agentwatch alerts run` watches the bus",
         *served,
         *otel_line(environ),
+        *early,
     ]
 
     @collector.app.after_startup

@@ -6,9 +6,17 @@ the spans it finished are sent with the OpenTelemetry SDK's OTLP/HTTP exporter
 (AGENTWATCH_OTLP_EXPORT_URL, headers AGENTWATCH_OTLP_EXPORT_HEADERS as `k=v,k2=v2`), and only then
 is the batch acknowledged: a batch the backend did not take is sent again, and span ids derived
 from what they stand for make the repeat the same spans. On start the sessions still open are
-rebuilt from the stream (what this durable acknowledged within AGENTWATCH_LOST_AFTER_S), without
-sending again what they finished. Every few seconds the sessions quiet for AGENTWATCH_LOST_AFTER_S
-are ended as lost. The metrics (token counts, agent and tool durations) go by the SDK's periodic
+rebuilt from the stream (what this durable acknowledged in the minute, or twice
+AGENTWATCH_LOST_AFTER_S, before its last acknowledgement), without sending again what they
+finished; what it had handed out unacknowledged is then sent in order before anything newer.
+
+A session is ended as lost by event time, as the store judges it (consumers/otel_spans.py): once
+an event of any session is more than AGENTWATCH_LOST_AFTER_S past its last one. When the bus is
+quiet (this durable has nothing pending and nothing came for AGENTWATCH_LOST_AFTER_S), event time
+moves on at the clock's pace from there: a publisher that stamped events and sent them seconds
+later does not find their sessions ended, and an exporter behind (a backlog, a replay, a loaded
+machine) ends sessions on the events alone, so it ends the same ones at the same times as one
+that kept up. The metrics (token counts, agent and tool durations) go by the SDK's periodic
 reader to the same endpoint.
 """
 
@@ -48,7 +56,7 @@ from agentwatch.bus import fastpull
 from agentwatch.bus import streams as bus
 from agentwatch.bus.fastpull import ack_all, in_progress_all
 from agentwatch.consumers.batch import batch_as_is, raw_batch
-from agentwatch.consumers.otel_spans import Point, Span, Tracer
+from agentwatch.consumers.otel_spans import GEMINI, Point, Span, Tracer
 from agentwatch.contract import ALL_SUBJECTS
 
 log = logging.getLogger("agentwatch.otel")
@@ -56,6 +64,11 @@ log = logging.getLogger("agentwatch.otel")
 DURABLE = "agentwatch-otel-export"
 TICK_S = 5.0
 RETRY_S = 2.0
+# On start, what the durable acknowledged within this many seconds (at least; and the lost time
+# twice) before its last acknowledged message is replayed to rebuild the open sessions: their
+# sub-agents' earlier runs and ended sessions included, so a run or a session after the restart
+# gets the id it would have had.
+REBUILD_S = 60.0
 # A fetched batch waits up to this long for more: a span is not late by a second, and fewer, larger
 # batches are fewer pull requests, acknowledgement writes and export requests.
 FETCH_WINDOW_S = 1.0
@@ -107,7 +120,7 @@ class Exporter:
             raise ValueError("AGENTWATCH_OTLP_EXPORT_URL is not set: where should the spans go?")
         self.url = url
         self.tracer = Tracer(
-            lost_after_s=float(config.number(environ, "AGENTWATCH_LOST_AFTER_S", 600)),
+            lost_after_s=float(config.lost_after_s(environ)),
             content=config.flag(environ, "AGENTWATCH_OTLP_EXPORT_CONTENT"),
         )
         self.resource = Resource.create(
@@ -136,6 +149,8 @@ class Exporter:
         self.closed = False
         self.events = 0
         self.failures = 0
+        self.came = time.monotonic()  # when the last batch came (the newest event time with it)
+        self.ready = asyncio.Event()  # set once the open sessions are rebuilt (OtelService.start)
 
     # -- the SDK's objects ---------------------------------------------------------------------
 
@@ -212,6 +227,7 @@ class Exporter:
         out: list[Span] = []
         take = self.tracer.take
         whole = self.tracer.content
+        self.came = time.monotonic()
         for subject, body in msgs:
             cut = -1 if whole or subject.endswith(".usage") else body.find(b',"data":')
             try:
@@ -219,6 +235,9 @@ class Exporter:
             except orjson.JSONDecodeError:
                 continue
             if type(env) is dict:
+                if cut > 0 and env.get("event") == "PostModelRequest" and env.get("harness") == GEMINI:
+                    with contextlib.suppress(orjson.JSONDecodeError):  # (its finish reason is in `data`)
+                        env = orjson.loads(body)
                 self.events += 1
                 out.extend(take(env))
         return out
@@ -243,6 +262,7 @@ class Exporter:
         translated already (delivered again while the backend kept its export waiting past the
         ack wait) is acknowledged without being translated twice: deliveries come in stream order,
         so it is one at or below the highest sequence taken."""
+        await self.ready.wait()
         fresh: list[tuple[str, bytes]] = []
         if msgs and _sequence(msgs[0]) > self.taken:  # the usual batch: all new (one look each end)
             fresh = [(m.subject, m.data) for m in msgs]
@@ -256,17 +276,29 @@ class Exporter:
         await self.deliver(self.translate(fresh), msgs)
         await ack_all(msgs)
 
-    async def lost(self) -> None:
-        await self.deliver(self.tracer.tick())
+    async def lost(self, js: JetStreamContext) -> None:
+        """On a quiet bus, event time moved on by the time since the newest event came less the
+        lost time, and the sessions lost by then ended; nothing while this durable has messages
+        pending or in hand."""
+        newest = self.tracer.newest_ns
+        if not newest or not self.tracer.sessions:
+            return
+        info = await js.consumer_info(bus.STREAM_NAME, DURABLE)
+        if info.num_pending or info.num_ack_pending:
+            return  # behind: the events end the sessions they outlive
+        quiet_ns = int((time.monotonic() - self.came - self.tracer.lost_after_s) * 1e9)
+        if quiet_ns > 0 and self.tracer.newest_ns == newest:
+            await self.deliver(self.tracer.tick(newest + quiet_ns))
 
     async def rebuild(self, js: JetStreamContext) -> int:
         """What was open when this durable stopped, from the stream: the messages it acknowledged
-        within the lost window, replayed without sending (their finished spans were sent)."""
+        in the rebuild window before the last of them, replayed without sending (their finished
+        spans were sent); then `catch_up`. Returns the number replayed."""
         try:
             info = await js.consumer_info(bus.STREAM_NAME, DURABLE)
             last = int(info.ack_floor.stream_seq or 0)
-            since = time.time() - self.tracer.lost_after_ns / 1e9
-            msgs = await bus.read_range(js, 1, last, since=since)
+            handed = int(info.delivered.stream_seq or 0)
+            msgs = await bus.read_range(js, 1, last, since=await self._window(js, last)) if last else []
         except Exception as exc:  # no durable yet, or the bus away: start empty
             log.warning("otel-export: nothing rebuilt from the stream (%s)", exc)
             return 0
@@ -275,7 +307,29 @@ class Exporter:
                 env = orjson.loads(msg.data)
                 if type(env) is dict:
                     self.tracer.replay(env)
+        if handed > last:
+            await self.catch_up(js, last + 1, handed)
         return len(msgs)
+
+    async def _window(self, js: JetStreamContext, last: int) -> float:
+        since = time.time()
+        with contextlib.suppress(NotFoundError):  # (gone from the stream: from now, then)
+            taken = (await js.get_msg(bus.STREAM_NAME, last)).time
+            since = taken.timestamp() if taken else since
+        return since - max(REBUILD_S, 2 * self.tracer.lost_after_s) - TICK_S
+
+    async def catch_up(self, js: JetStreamContext, first: int, last: int) -> None:
+        """The messages `first`..`last` the durable handed out and saw no acknowledgement of (an
+        exporter stopped with them in hand), translated and sent now, in order: the bus would
+        deliver them again only after their ack wait, behind newer ones, and a session's events
+        out of order are another session. Their new deliveries are then acknowledged as taken."""
+        try:
+            msgs = await bus.read_range(js, first, last)
+        except Exception as exc:  # (then they come again, later: as before)
+            log.warning("otel-export: the messages in hand at the last stop were not read (%s)", exc)
+            return
+        await self.deliver(self.translate([(m.subject, m.data) for m in msgs]))
+        self.taken = max(self.taken, last)
 
     def shutdown(self) -> None:
         self.closed = True
@@ -317,11 +371,11 @@ def otel_router(
     return router
 
 
-async def lost_ticker(exporter: Exporter, every: float = TICK_S) -> None:
+async def lost_ticker(exporter: Exporter, js: JetStreamContext, every: float = TICK_S) -> None:
     while True:
         await asyncio.sleep(every)
         try:
-            await exporter.lost()
+            await exporter.lost(js)
         except Exception:  # one bad tick never stops the exporter
             log.exception("otel-export: tick failed")
 
@@ -335,10 +389,18 @@ class OtelService:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, js: JetStreamContext) -> None:
-        rebuilt = await self.exporter.rebuild(js)
-        log.info("otel-export: %d messages replayed to rebuild the open sessions", rebuilt)
-        every = min(TICK_S, max(self.exporter.tracer.lost_after_s / 2, 0.5))
-        self._task = asyncio.create_task(lost_ticker(self.exporter, every), name="agentwatch-otel-lost")
+        """The rebuild and then the lost timer, in a task: the collector is ready meanwhile (a
+        backend away does not hold it), and batches fetched before the rebuild ends wait for it."""
+        self._task = asyncio.create_task(self._run(js), name="agentwatch-otel-lost")
+
+    async def _run(self, js: JetStreamContext) -> None:
+        try:
+            rebuilt = await self.exporter.rebuild(js)
+            log.info("otel-export: %d messages replayed to rebuild the open sessions", rebuilt)
+        finally:
+            self.exporter.ready.set()
+        every = min(TICK_S, max(self.exporter.tracer.lost_after_s / 8, 0.5))
+        await lost_ticker(self.exporter, js, every)
 
     async def stop(self) -> None:
         if self._task is not None:

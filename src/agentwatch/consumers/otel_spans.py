@@ -28,9 +28,10 @@ from typing import Any
 
 import orjson
 
+from agentwatch.agents import LOST_AFTER_S
 from agentwatch.redact import redact_text
 
-Attrs = dict[str, str | int | float | bool]
+Attrs = dict[str, str | int | float | bool | tuple[str, ...]]
 
 PROVIDERS = {"claude-code": "anthropic", "codex": "openai", "gemini-cli": "gcp.gemini"}
 TOOL_ENDS = {"PostToolUse": "", "PostToolUseFailure": "tool_error", "PermissionDenied": "permission_denied"}
@@ -40,6 +41,11 @@ ENDED_KEPT = 10_000
 MESSAGE_KIND = "message"
 # Attribute values are cut to this many characters (content, when it is exported at all).
 CONTENT_MAX = 8192
+# An event stamped further than this ahead of the local clock does not move event time on.
+FUTURE_S = 300
+# Gemini's finish reasons waiting for their usage record, at most (oldest dropped first).
+REASONS_KEPT = 4096
+GEMINI = "gemini-cli"
 
 
 def trace_id_of(session_id: str) -> int:
@@ -95,7 +101,6 @@ class _Session:
     start_ns: int
     last_ns: int
     harness: str
-    seen: float = 0.0  # the tracer's clock at its last event
     agent: str = ""
     team: str = ""
     host: str = ""
@@ -104,6 +109,7 @@ class _Session:
     ended: dict[str, int] = field(default_factory=dict)  # agent_id -> the span of its last run
     tools: dict[str, _Open] = field(default_factory=dict)  # tool call id -> its execute_tool span
     usage: dict[str, int] = field(default_factory=dict)  # usage key -> tokens sent
+    prompts: list[str] = field(default_factory=list)  # its user prompts (with content only)
 
 
 def epoch_ns(text: object) -> int:
@@ -119,19 +125,25 @@ class Tracer:
     def __init__(
         self,
         *,
-        lost_after_s: float = 600.0,
+        lost_after_s: float = LOST_AFTER_S,
         content: bool = False,
-        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], int] = time.time_ns,
     ) -> None:
         self.lost_after_s = lost_after_s
         self.lost_after_ns = int(lost_after_s * 1e9)
-        self.clock = clock  # when a session was last heard of: lost is judged on it
+        self.wall = wall  # only to refuse a time far in the future
         self.content = content
+        self.newest_ns = 0  # the newest event time seen: lost is judged on it
+        self._due_ns = 0  # no session is lost before event time passes this (0: none open)
+        self._future_ns = 0  # event times past this are not believed (the clock, plus FUTURE_S)
         self.sessions: dict[str, _Session] = {}
         # Sessions ended here (session id -> harness, root span id), newest last: their usage,
         # read from the transcripts at SessionEnd and so sent after it, goes under their root.
         self.ended: dict[str, tuple[str, int]] = {}
         self.points: list[Point] = []  # metric observations not yet handed over
+        # Gemini's finish reasons by (session, input tokens with cached, output tokens without
+        # thoughts): its AfterModel hook says them, its chat log (the usage records) does not.
+        self.reasons: dict[tuple[str, int, int], str] = {}
 
     # -- intake --------------------------------------------------------------------------------
 
@@ -142,6 +154,11 @@ class Tracer:
         kind = env.get("kind")
         if not isinstance(session_id, str) or not session_id or not at or kind == MESSAGE_KIND:
             return []  # (a message envelope repeats its SendMessage's PostToolUse)
+        lost = self.tick(at) if at > self.newest_ns else []
+        spans = self._event(session_id, kind, env, at)
+        return [*lost, *spans] if lost else spans
+
+    def _event(self, session_id: str, kind: object, env: Mapping[str, Any], at: int) -> list[Span]:
         if kind == "usage" and session_id not in self.sessions and session_id in self.ended:
             harness, root = self.ended[session_id]
             return self._chat(_Session(session_id, at, at, harness, root_id=root), env, at)
@@ -150,6 +167,10 @@ class Tracer:
         if kind == "usage":
             return self._chat(s, env, at)
         agent_id = env.get("agent_id")
+        if event == "UserPromptSubmit" and self.content:
+            self._prompt(s, _data(env).get("prompt"))
+        elif event == "PostModelRequest" and s.harness == GEMINI:
+            self._gemini_reason(session_id, env)
         if event == "SubagentStop" and agent_id not in s.agents:
             return []  # a stop again: nothing open to end
         parent = self._agent(s, agent_id, env, at) if isinstance(agent_id, str) and agent_id else 0
@@ -168,14 +189,28 @@ class Tracer:
         self.take(env)
         self.points.clear()
 
-    def tick(self) -> list[Span]:
-        """End every session not heard of for `lost_after` (by the clock), at its last event's time
-        and `lost_after` (so a replay ends it at the same time), with what it held."""
+    def tick(self, at_ns: int) -> list[Span]:
+        """Event time moved on to `at_ns` (unless it is FUTURE_S ahead of this machine's clock):
+        end every session whose last event is more than `lost_after` before it, at that last
+        event's time plus `lost_after`, with what it held."""
+        if at_ns <= self.newest_ns:
+            return []
+        if at_ns > self._future_ns:  # (the clock is read only when an event passes the last bound)
+            self._future_ns = self.wall() + FUTURE_S * 10**9
+            if at_ns > self._future_ns:
+                return []
+        self.newest_ns = at_ns
+        if not self._due_ns or at_ns <= self._due_ns:
+            return []  # (the usual case: one comparison per event)
         out: list[Span] = []
-        now = self.clock()
+        due = 0
         for s in list(self.sessions.values()):
-            if now - s.seen >= self.lost_after_s:
-                out.extend(self._session_end(s, s.last_ns + self.lost_after_ns, lost=True))
+            end = s.last_ns + self.lost_after_ns
+            if end < at_ns:
+                out.extend(self._session_end(s, end, lost=True))
+            elif not due or end < due:
+                due = end
+        self._due_ns = due
         return out
 
     def close_all(self, at_ns: int) -> list[Span]:
@@ -197,7 +232,8 @@ class Tracer:
             self.sessions[session_id] = s
         s.start_ns = min(s.start_ns, at)
         s.last_ns = max(s.last_ns, at)
-        s.seen = self.clock()
+        if not self._due_ns or s.last_ns + self.lost_after_ns < self._due_ns:
+            self._due_ns = s.last_ns + self.lost_after_ns
         if not env.get("agent_id") and env.get("kind") != "usage" and not s.agent:
             s.agent = str(env.get("agent") or "")
         s.team = s.team or str(env.get("team") or "")
@@ -261,6 +297,9 @@ class Tracer:
                 attrs[key] = value
         if lost:
             attrs["agentwatch.lost"] = True
+        if s.prompts:
+            messages = [{"role": "user", "parts": [{"type": "text", "content": p}]} for p in s.prompts]
+            attrs["gen_ai.input.messages"] = orjson.dumps(messages).decode()
         root = _Open(self.session_span(s), 0, str(attrs["gen_ai.agent.name"]), s.start_ns, attrs)
         span = self._finish(s, root, max(at, s.start_ns), "unset")
         span.root = True
@@ -329,6 +368,29 @@ class Tracer:
         self.points.append(Point("gen_ai.execute_tool.duration", _seconds(span), attrs))
         return span
 
+    def _gemini_reason(self, session_id: str, env: Mapping[str, Any]) -> None:
+        """The finish reason of a Gemini response's last chunk, kept for its usage record (the
+        same tokens: the prompt's, tool prompts' included, and the candidates')."""
+        response = _data(env).get("llm_response")
+        if not isinstance(response, dict):
+            return
+        usage, candidates = response.get("usageMetadata"), response.get("candidates")
+        if not (isinstance(usage, dict) and isinstance(candidates, list) and candidates):
+            return
+        reason = candidates[0].get("finishReason") if isinstance(candidates[0], dict) else None
+        if isinstance(reason, str) and reason:
+            prompt = _count(usage.get("promptTokenCount")) + _count(usage.get("toolUsePromptTokenCount"))
+            self.reasons[(session_id, prompt, _count(usage.get("candidatesTokenCount")))] = reason
+            while len(self.reasons) > REASONS_KEPT:
+                del self.reasons[next(iter(self.reasons))]
+
+    def _prompt(self, s: _Session, value: object) -> None:
+        """A user prompt of `s`, redacted, kept while its prompts come to CONTENT_MAX characters
+        (the first ones: what the session was asked)."""
+        room = CONTENT_MAX - sum(len(p) for p in s.prompts)
+        if isinstance(value, str) and value and room > 0:
+            s.prompts.append(redact_text(value)[0][:room])
+
     def _content(self, attrs: Attrs, key: str, value: object) -> None:
         if value is None:
             return
@@ -364,9 +426,12 @@ class Tracer:
             attrs["gen_ai.usage.reasoning.output_tokens"] = counts["reasoning_tokens"]
         if env.get("message_id"):
             attrs["gen_ai.response.id"] = str(env["message_id"])
-        reason = env.get("stop_reason")
+        reason = env.get("stop_reason")  # (Claude Code's transcripts say it per message)
+        if not (isinstance(reason, str) and reason) and self.reasons:
+            output = counts["output_tokens"] - counts["reasoning_tokens"]
+            reason = self.reasons.pop((s.session_id, counts["input_tokens"] + read, output), "")
         if isinstance(reason, str) and reason:
-            attrs["gen_ai.response.finish_reasons"] = reason
+            attrs["gen_ai.response.finish_reasons"] = (reason,)
         span_id = span_id_of("chat", s.session_id, key if key != "|" else str(env.get("id", "")))
         o = _Open(span_id, parent, model or "model", at - _duration_ns(env), attrs)
         margs = self._metric_attrs(s, model)

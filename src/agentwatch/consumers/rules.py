@@ -1,10 +1,12 @@
 """The watchdog's rules: plain Python over event envelopes (dicts), no bus and no store.
 
-`Engine.observe(envelope)` updates bounded state per agent, session and host; `Engine.tick(now)`
-evaluates the time-based conditions. Both return the alert changes (firing or resolved) they
-caused. An alert is identified by its rule and what it is about (a tool call, an agent, a host);
-its id also carries the time the condition began, so the same condition seen again after a
-restart has the same id, and the table and the bus keep one copy.
+The rules and their typed limits (what the rules file sets) are consumers/rulebook.py's `Rules`;
+this module evaluates them. `Engine.observe(envelope)` updates bounded state per agent, session
+and host; `Engine.take(envelope, now)` does the same and returns the alerts the event completes
+(EVENT_RULES); `Engine.tick(now)` evaluates every condition and returns the alert changes (firing
+or resolved) since the last tick. An alert is identified by its rule and what it is about (a tool
+call, an agent, a host); its id also carries the time the condition began, so the same condition
+seen again after a restart has the same id, and the table and the bus keep one copy.
 
 Each rule: firing once its condition holds, resolved when it clears, and not firing again for the
 same subject within `cooldown_s` of a resolution (a flapping condition does not flood).
@@ -15,10 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,23 +27,15 @@ import orjson
 
 from agentwatch import agents
 from agentwatch.agents import AgentKey
+from agentwatch.consumers.rulebook import DEFAULTS, Rule, Rules, RulesError, default_file_text, parse_rules
 from agentwatch.format import utc_seconds
+
+# The rules themselves (their typed limits, the rules file) are in consumers/rulebook.py; these
+# names stay importable from here.
+__all__ = ["DEFAULTS", "Engine", "Json", "Rule", "Rules", "RulesError", "default_file_text", "parse_rules"]
 
 Json = dict[str, Any]
 
-# Rule -> (severity, {threshold: default}). The default rules file is written from this.
-DEFAULTS: dict[str, tuple[str, dict[str, float]]] = {
-    "stuck_tool": ("warning", {"floor_s": 600.0, "p95_factor": 5.0, "history": 200.0}),
-    "silent_agent": ("warning", {"after_s": 600.0}),
-    "loop": ("warning", {"repeats": 8.0}),
-    "failure_burst": ("warning", {"failures": 8.0, "window_s": 300.0, "min_share": 0.5}),
-    "waiting_for_user": ("info", {"after_s": 300.0}),
-    "idle_with_open_tasks": ("info", {"after_s": 600.0}),
-    "budget": ("critical", {"session_usd": 50.0, "agent_usd": 50.0, "team_usd": 200.0}),
-    "hook_health": ("warning", {"spool_bytes": 1_000_000.0}),
-}
-_COMMON = {"enabled", "severity", "cooldown_s"}
-SEVERITIES = ("info", "warning", "critical")
 # What the agent state machine (agentwatch.agents) says of an agent, as the rules read it: in a
 # turn (working on it, thinking, asking), or resting (its turn over, failed, stopped).
 RESTING = frozenset({agents.IDLE, agents.FAILED, agents.STOPPED})
@@ -57,100 +50,14 @@ DATA_EVENTS = frozenset(
 )
 
 
-class RulesError(ValueError):
-    """A rules file that cannot be used; the message names the file and line."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    severity: str
-    enabled: bool = True
-    cooldown_s: float = 60.0
-    limits: Mapping[str, float] = field(default_factory=dict)
-
-    def __getitem__(self, key: str) -> float:
-        return self.limits[key]
-
-
-def default_rules() -> dict[str, Rule]:
-    return {name: Rule(name, sev, limits=dict(limits)) for name, (sev, limits) in DEFAULTS.items()}
-
-
-def default_file_text() -> str:
-    """The commented rules file written on first start."""
-    lines = [
-        "# agentwatch alert rules: one table per rule. Every key is optional; a missing one keeps",
-        "# its default (shown here). Common keys: enabled, severity (info|warning|critical),",
-        "# cooldown_s (seconds before a resolved alert may fire again for the same subject).",
-        "",
-    ]
-    for name, (sev, limits) in DEFAULTS.items():
-        lines += [f"[{name}]", "# enabled = true", f'# severity = "{sev}"', "# cooldown_s = 60"]
-        lines += [f"# {key} = {value:g}" for key, value in limits.items()]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _line_of(text: str, table: str, key: str = "") -> int:
-    """The line where `[table]` (or its `key`) is written, for error messages; 0 when not found."""
-    in_table = False
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if line.startswith("["):
-            in_table = line.strip("[] ") == table
-            if in_table and not key:
-                return number
-        elif in_table and key and line.split("=", 1)[0].strip() == key:
-            return number
-    return 0
-
-
-def parse_rules(text: str, source: str = "rules file") -> dict[str, Rule]:
-    """Rules from TOML text over the defaults; RulesError names the line of the first problem."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RulesError(f"{source}: {exc}") from None
-    rules = default_rules()
-    for name, table in doc.items():
-        if name not in rules:
-            raise RulesError(
-                f"{source}, line {_line_of(text, name)}: unknown rule [{name}] (known: {', '.join(rules)})"
-            )
-        if not isinstance(table, dict):
-            raise RulesError(f"{source}: {name} must be a table ([{name}])")
-        rules[name] = _rule(rules[name], table, text, source)
-    return rules
-
-
-def _rule(rule: Rule, table: Mapping[str, Any], text: str, source: str) -> Rule:
-    limits = dict(rule.limits)
-    for key, value in table.items():
-        where = f"{source}, line {_line_of(text, rule.name, key)}: [{rule.name}] {key}"
-        if key == "enabled":
-            if not isinstance(value, bool):
-                raise RulesError(f"{where} must be true or false")
-            rule = replace(rule, enabled=value)
-        elif key == "severity":
-            if value not in SEVERITIES:
-                raise RulesError(f"{where} must be one of {', '.join(SEVERITIES)}")
-            rule = replace(rule, severity=value)
-        elif key == "cooldown_s" or key in limits:
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise RulesError(f"{where} must be a number, 0 or more")
-            if key == "cooldown_s":
-                rule = replace(rule, cooldown_s=float(value))
-            else:
-                limits[key] = float(value)
-        else:
-            known = ", ".join(sorted(_COMMON | set(limits)))
-            raise RulesError(f"{where}: unknown key (known: {known})")
-    return replace(rule, limits=limits)
-
-
 def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    """Unix seconds as the bus carries an alert's times (`2026-11-24T09:00:00.123Z`)."""
+    return wire_time(datetime.fromtimestamp(t, UTC))
+
+
+def wire_time(when: datetime) -> str:
+    """An aware datetime as the bus carries an alert's times."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def parse_time(value: object) -> float:
@@ -231,12 +138,14 @@ class Engine:
     MAX_CALLS = 50_000
     SEEN = 200_000
 
-    def __init__(self, rules: Mapping[str, Rule] | None = None) -> None:
-        self.rules: dict[str, Rule] = dict(rules or default_rules())
+    def __init__(self, rules: Rules = DEFAULTS) -> None:
+        self.rules = rules
         self.agents: dict[AgentKey, AgentState] = {}
         self.calls: dict[str, tuple[float, str, AgentKey]] = {}  # tool_use_id -> (start, tool, agent key)
         self.durations: dict[str, deque[float]] = {}
-        self.tasks: dict[str, set[str]] = {}  # team -> open task ids
+        # (host, scope) -> open task ids: the agents' own key without the name. A lead's TaskCreated
+        # and a teammate's TaskCompleted share their session whatever `team_name` each carries.
+        self.tasks: dict[tuple[str, str], set[str]] = {}
         self.spool: dict[str, int] = {}  # host -> the spool backlog it reported last
         self.costs: list[tuple[str, str, float]] = []  # (scope, name, usd)
         self.firing: dict[str, Json] = {}  # alert key -> the alert as published
@@ -246,16 +155,18 @@ class Engine:
 
     # -- input ---------------------------------------------------------------------------------
 
-    def set_rules(self, rules: Mapping[str, Rule]) -> None:
-        self.rules = dict(rules)
+    def set_rules(self, rules: Rules) -> None:
+        self.rules = rules
 
     def restore(self, alerts: Iterable[Mapping[str, Any]]) -> None:
         """Alerts that were firing when the service stopped (from the store): they are not fired
-        again; the next tick resolves the ones whose condition is gone."""
+        again; the next tick resolves the ones whose condition is gone. A time the store gave as
+        a datetime is written once as the bus carries it, so an alert resolves as it fired."""
         for alert in alerts:
             key = str(alert.get("key") or alert.get("details", {}).get("key", ""))
             if key:
-                self.firing[key] = dict(alert)
+                times = {f: wire_time(t) for f in ("since", "at") if isinstance(t := alert.get(f), datetime)}
+                self.firing[key] = {**alert, **times}
 
     def observe(self, env: Mapping[str, Any], now: float = 0.0) -> None:
         """Take one event envelope (`tick` then says what changed)."""
@@ -277,8 +188,8 @@ class Engine:
         host = str(env.get("host", ""))
         if host:
             self.spool[host] = int(env.get("spool_bytes") or 0)
-        if event in ("Usage", "CostState"):
-            return None
+        if event in ("Usage", "CostState") or agents.is_invalid_input(env):
+            return None  # no agent's doing: invalid hook input is no agent (agents.INVALID_INPUT_EVENTS)
         state = self._agent(env, t)
         data = env.get("data")
         if not isinstance(data, dict):
@@ -326,11 +237,11 @@ class Engine:
         task = str(data.get("task_id", ""))
         if not task:
             return
-        team = str(data.get("team_name") or state.team or state.session_id)
+        where = state.key[:2]
         if event == "TaskCreated":
-            self.tasks.setdefault(team, set()).add(task)
+            self.tasks.setdefault(where, set()).add(task)
         elif event == "TaskCompleted":
-            self.tasks.get(team, set()).discard(task)
+            self.tasks.get(where, set()).discard(task)
 
     def _calls(
         self, event: str, state: AgentState, env: Mapping[str, Any], data: Mapping[str, Any], t: float
@@ -351,7 +262,7 @@ class Engine:
             state.calls.discard(use_id)
             if started is not None and event == "PostToolUse":
                 history = self.durations.setdefault(
-                    started[1], deque(maxlen=int(self.rules["stuck_tool"]["history"]))
+                    started[1], deque(maxlen=self.rules.stuck_tool.limits.history)
                 )
                 history.append(max(0.0, t - started[0]))
             if len(state.results) == state.results.maxlen and state.results[0][1]:
@@ -371,7 +282,7 @@ class Engine:
     def conditions(self, now: float) -> list[Open]:
         """Every condition that holds at `now`, by every enabled rule."""
         found: list[Open] = []
-        on = {name for name, rule in self.rules.items() if rule.enabled}
+        on = self.rules.enabled()
         if "stuck_tool" in on:
             found += self._stuck(now)
         for state in self.agents.values():
@@ -379,7 +290,7 @@ class Engine:
         if "budget" in on:
             found += self._budget()
         if "hook_health" in on:
-            limit = self.rules["hook_health"]["spool_bytes"]
+            limit = self.rules.hook_health.limits.spool_bytes
             for host, backlog in self.spool.items():
                 if backlog >= limit:
                     summary = f"hook spool on {host} holds {backlog:,} bytes unsent"
@@ -396,11 +307,11 @@ class Engine:
         return found
 
     def _stuck(self, now: float) -> list[Open]:
-        rule = self.rules["stuck_tool"]
+        rule = self.rules.stuck_tool.limits
         found = []
         for use_id, (start, tool, key) in self.calls.items():
             p95 = _p95(self.durations.get(tool, ()))
-            limit = max(rule["floor_s"], rule["p95_factor"] * p95)
+            limit = max(rule.floor_s, rule.p95_factor * p95)
             # Once firing, it holds until the call ends, even if the tool's p95 has risen since.
             if now - start > limit or f"stuck_tool|{_subject(key)}|{use_id}" in self.firing:
                 state = self.agents.get(key)
@@ -438,7 +349,7 @@ class Engine:
         r = self.rules
         found = []
         busy = bool(s.calls)
-        if s.working and not busy and s.waiting is None and now - s.last > r["silent_agent"]["after_s"]:
+        if s.working and not busy and s.waiting is None and now - s.last > r.silent_agent.limits.after_s:
             found.append(
                 self._open(
                     s,
@@ -453,7 +364,7 @@ class Engine:
             found.append(loop)
         if (burst := self._burst(s, now)) is not None:
             found.append(burst)
-        if s.waiting is not None and now - s.waiting.since > r["waiting_for_user"]["after_s"]:
+        if s.waiting is not None and now - s.waiting.since > r.waiting_for_user.limits.after_s:
             w = s.waiting
             found.append(
                 self._open(
@@ -465,22 +376,23 @@ class Engine:
                     {},
                 )
             )
-        open_tasks = len(self.tasks.get(s.team or s.session_id, ()))
-        if s.idle_since and open_tasks and now - s.idle_since > r["idle_with_open_tasks"]["after_s"]:
+        open_tasks = len(self.tasks.get(s.key[:2], ()))
+        if s.idle_since and open_tasks and now - s.idle_since > r.idle_with_open_tasks.limits.after_s:
             found.append(
                 self._open(
                     s,
                     "idle_with_open_tasks",
                     "",
                     s.idle_since,
-                    f"{s.agent} idle for {now - s.idle_since:.0f}s with {open_tasks} open tasks",
+                    f"{s.agent} idle for {now - s.idle_since:.0f}s with {open_tasks} open "
+                    + ("task" if open_tasks == 1 else "tasks"),
                     {"open_tasks": open_tasks},
                 )
             )
         return found
 
     def _loop(self, s: AgentState) -> Open | None:
-        if s.repeats < self.rules["loop"]["repeats"]:
+        if s.repeats < self.rules.loop.limits.repeats:
             return None
         how = "failing call" if s.call_failed else "call"
         summary = f"{s.agent} repeated the same {how} {s.repeats} times in a row"
@@ -488,24 +400,24 @@ class Engine:
         return self._open(s, "loop", "", s.repeat_since, summary, details)
 
     def _burst(self, s: AgentState, now: float) -> Open | None:
-        rule = self.rules["failure_burst"]
-        window = rule["window_s"]
+        rule = self.rules.failure_burst.limits
+        window = rule.window_s
         # A burst is many failures that are also most of what the agent tried: a busy agent whose
         # calls mostly work is not in trouble because it made many of them.
         while s.results and now - s.results[0][0] > window:  # older than any window asks: gone
             s.failures -= s.results.popleft()[1]
         inside, recent = s.results, s.failures
-        if recent < rule["failures"] or recent < rule["min_share"] * len(inside):
+        if recent < rule.failures or recent < rule.min_share * len(inside):
             return None
         first = next(t for t, failed in inside if failed)
         summary = f"{s.agent} had {recent} tool failures of {len(inside)} results in {window:.0f}s"
         return self._open(s, "failure_burst", "", first, summary, {"failures": recent})
 
     def _budget(self) -> list[Open]:
-        rule = self.rules["budget"]
+        rule = self.rules.budget.limits
         found = []
         for scope, name, usd in self.costs:
-            limit = rule.limits.get(f"{scope}_usd")
+            limit = rule.limit(scope)
             if limit is not None and usd > limit:
                 o = Open(
                     "budget",
@@ -533,9 +445,9 @@ class Engine:
         # Only the event that can complete a condition looks at it: a loop grows with a call, a
         # burst with a failure (a result that worked only lowers the share of failures).
         event = env.get("event")
-        if event == "PreToolUse" and self.rules["loop"].enabled:
+        if event == "PreToolUse" and self.rules.loop.enabled:
             found = self._loop(state)
-        elif event == "PostToolUseFailure" and self.rules["failure_burst"].enabled:
+        elif event == "PostToolUseFailure" and self.rules.failure_burst.enabled:
             found = self._burst(state, now)
         else:
             return []

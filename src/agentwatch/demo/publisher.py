@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -17,6 +18,8 @@ from agentwatch.demo.simulator import DEFAULT_TEAM, DEFAULT_TEAMMATES, DEMO_HOST
 from agentwatch.demo.usage import usage_messages
 from agentwatch.demo.world import Event
 from agentwatch.summaries import one_line
+
+CALLS_TIMED = 10_000  # open calls remembered for their duration
 
 if TYPE_CHECKING:
     import asyncio
@@ -152,6 +155,7 @@ class _Publishing:
         self.out = out
         self.report_every = report_every
         self.sent = self.companions = self.usage = 0
+        self.called: dict[tuple[str, str], float] = {}  # (session, tool_use_id) -> its PreToolUse sent
         self.started = clock()
         self.report_t, self.report_n = self.started, 0
 
@@ -187,13 +191,32 @@ class _Publishing:
         """The next `n` events, each with its companion messages."""
         for _ in range(n):
             _, payload = next(self.events)
-            messages = encode_event(payload, self.environ, host=self.host, max_payload=self.max_payload)
+            now = time.time()
+            self.timed(payload, now)
+            messages = encode_event(
+                payload, self.environ, host=self.host, max_payload=self.max_payload, now=now
+            )
             usage = usage_messages(payload, self.environ, host=self.host, max_payload=self.max_payload)
             for subject, msg_id, body in messages + usage:
                 await self.nc.publish(subject, body, headers={MSG_ID_HEADER: msg_id})
             self.sent += 1
             self.companions += len(messages) - 1
             self.usage += len(usage)
+
+    def timed(self, payload: dict[str, Any], now: float) -> None:
+        """A call's `duration_ms` as this run's clock shows it: events go out at the run's pace,
+        not at the simulated times, so a result says how long after its PreToolUse it was sent
+        (a simulated 140 s build is not said to end 17 s after it began)."""
+        event = payload.get("hook_event_name")
+        key = (str(payload.get("session_id", "")), str(payload.get("tool_use_id", "")))
+        if event == "PreToolUse":
+            if len(self.called) >= CALLS_TIMED:  # calls that never ended (a denied permission)
+                self.called.pop(next(iter(self.called)))
+            self.called[key] = now
+        elif event in ("PostToolUse", "PostToolUseFailure") and "duration_ms" in payload:
+            began = self.called.pop(key, None)
+            if began is not None:
+                payload["duration_ms"] = max(1, int((now - began) * 1000))
 
     def report(self, now: float) -> None:
         if now - self.report_t >= self.report_every:

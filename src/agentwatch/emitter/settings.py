@@ -468,6 +468,17 @@ def _remove_created(
     return _deleted(removed), None
 
 
+def _original_text(target: Path, new: Json) -> str | None:
+    """The user's file before agentwatch first changed it (`.agentwatch-original`), byte for byte,
+    when an uninstall leaves what it held: an empty file installed into comes back empty, not `{}`."""
+    try:
+        text = settingsfile.original_path(target).read_bytes().decode("utf-8")
+        value = json.loads(text) if text.strip() else {}
+    except (OSError, ValueError):
+        return None
+    return text if value == new else None
+
+
 def _update(
     path: Path,
     handler: Json | None,
@@ -495,7 +506,8 @@ def _update(
     created = settingsfile.created_directories(target) if not installing and not new else None
     if created is not None:
         return changed, *_remove_created(path, target, created, old_text, dry_run)
-    new_text = rerender(old_text, old, new)
+    restored = None if installing else _original_text(target, new)
+    new_text = restored if restored is not None else rerender(old_text, old, new)
     if dry_run:
         return changed, "", unified_diff_of(path, old_text, new_text) or "no change"
     try:

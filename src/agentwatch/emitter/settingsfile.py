@@ -46,6 +46,11 @@ def _sibling(path: Path, suffix: str) -> Path:
 # -- backups --------------------------------------------------------------------------------
 
 
+def original_path(path: Path) -> Path:
+    """Where the user's file before agentwatch first changed it is kept."""
+    return _sibling(path, ORIGINAL_SUFFIX)
+
+
 def backup_stamp() -> str:
     """The current UTC second, as timestamped backups are named: 20261123T103000Z."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

@@ -84,7 +84,9 @@ DASHBOARD_COSTS_SQL = (
     "GROUP BY host, scope, parent) AS s "
     "ON s.host = a.host AND s.scope = a.scope AND s.parent = toString(a.agent) "
     "UNION ALL "
-    f"SELECT 'team' AS what, '' AS host, '' AS scope, toString(team) AS name, {_PRICE} AS usd, "
+    # A UNION takes its column names from its first SELECT. Named host and scope here, the empty
+    # strings were what this WHERE read as host and scope, and it found no team.
+    f"SELECT 'team' AS what, '' AS no_host, '' AS no_scope, toString(team) AS name, {_PRICE} AS usd, "
     f"{_PRICE} AS usd_with_subagents, {_TOKENS} AS tokens, sum(unpriced_calls) AS unpriced "
     f"FROM agent_cost_rollup WHERE team != '' AND {_IN_WINDOW} GROUP BY team HAVING sum(api_calls) > 0 "
     "UNION ALL "
@@ -92,6 +94,28 @@ DASHBOARD_COSTS_SQL = (
     "toString(toStartOfHour(now() - INTERVAL 1 HOUR)) AS name, "
     f"{_PRICE} AS usd, {_PRICE} AS usd_with_subagents, {_TOKENS} AS tokens, "
     "sum(unpriced_calls) AS unpriced FROM cost_hourly WHERE hour >= toStartOfHour(now() - INTERVAL 1 HOUR)"
+)
+
+# The team's tasks: one row per task of the window's scopes, keyed as agents are (host, scope) plus
+# the task's id: a lead's TaskCreated and a teammate's TaskCompleted share their session (in-process
+# teammates run in the lead's), whatever `team_name` each payload carries. With the window's totals
+# (the list shows at most {tasks}).
+TASKS_SQL = (
+    "SELECT host, scope, any(team) AS team, task_id, "  # noqa: S608 - constants only
+    "argMinIf(subject, timestamp, subject != '') AS subject, "
+    "argMinIf(agent, timestamp, kind = 'task_created') AS created_by, "
+    "minIf(timestamp, kind = 'task_created') AS created_at, countIf(kind = 'task_created') > 0 AS created, "
+    "argMinIf(agent, timestamp, kind = 'task_completed') AS completed_by, "
+    "minIf(timestamp, kind = 'task_completed') AS completed_at, "
+    "countIf(kind = 'task_completed') > 0 AS completed, "
+    "count() OVER () AS tasks_total, countIf(NOT completed) OVER () AS open_total "
+    f"FROM (SELECT toString(host) AS host, {scope_sql()} AS scope, toString(team) AS team, "
+    "JSONExtractString(data, 'task_id') AS task_id, JSONExtractString(data, 'task_subject') AS subject, "
+    "kind, toString(agent) AS agent, timestamp FROM events "
+    f"WHERE kind IN ('task_created', 'task_completed') AND (host, scope) IN {WINDOW_SCOPES}) "
+    "WHERE task_id != '' GROUP BY host, scope, task_id "
+    "ORDER BY completed, if(created, created_at, completed_at) DESC, scope, task_id "
+    "LIMIT {tasks:UInt32}"
 )
 
 _SINCE_SCOPES = (

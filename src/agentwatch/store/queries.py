@@ -427,7 +427,8 @@ def cost(by: str, since: str = EPOCH, limit: int = 100, person: str = "", repo: 
     """Tokens and cost per `by` (one of COST_BY) of the API messages from the UTC hour that holds
     `since` (`YYYY-MM-DD hh:mm:ss.sss`), read from the cost rollups. Per session: whole sessions
     whose last message is since then, from the session_costs view, with Claude Code's own total
-    beside. `person`, `repo`: only that person's or repository's messages (by one of OWNER_BY)."""
+    beside (a session with a cost-state and no API message stored is left out: the totals count
+    messages). `person`, `repo`: only that person's or repository's messages (by one of OWNER_BY)."""
     if by not in COST_BY:
         raise ValueError(f"cost by {by!r}: one of {', '.join(COST_BY)}")
     if (person or repo) and by not in OWNER_BY:
@@ -442,7 +443,7 @@ def cost(by: str, since: str = EPOCH, limit: int = 100, person: str = "", repo: 
             "SELECT session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens, "  # noqa: S608
             "cache_write_5m_tokens, cache_write_1h_tokens, cost_usd, unpriced_calls, claude_cost_usd, "
             "models, last_at, person, repo, branch FROM session_costs WHERE "
-            f"last_at >= {{since:DateTime64(3, 'UTC')}} {owner}"
+            f"last_at >= {{since:DateTime64(3, 'UTC')}} AND api_calls > 0 {owner}"
             "ORDER BY last_at DESC LIMIT {limit:UInt32}",
             params,
         )
@@ -491,6 +492,14 @@ def dashboard_costs(limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_
 DASHBOARD_COSTS = dashboard_costs()
 
 
+def window_tasks(
+    limit: int = 2000, roster_limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_S
+) -> Query:
+    """The tasks created or completed in the scopes of `roster(roster_limit, lost_after_s)`'s
+    window: open ones first, then the newest; each with the window's totals."""
+    return Query(live_window.TASKS_SQL, {**_live_window(roster_limit, lost_after_s), "tasks": int(limit)})
+
+
 def roster(limit: int = ROSTER_LIMIT, lost_after_s: float = LOST_AFTER_S) -> Query:
     """The agents of the live window (the `agents` view's rows of the scopes active in the last
     `lost_after_s` seconds and of the newest `limit` scopes), the live ones first (not lost, not
@@ -537,6 +546,16 @@ def stored_ids(ids: Sequence[str]) -> Query:
     return Query(
         "SELECT id FROM event_ids WHERE id IN {ids:Array(String)} GROUP BY id", {"ids": [str(i) for i in ids]}
     )
+
+
+# What moves whenever anything the dashboard's figures read can have changed: the row counts of
+# the tables every rollup it reads is fed from, and of the alerts. ClickHouse answers a table's
+# count() from its parts' metadata (a Distributed table's from each shard's): a few milliseconds
+# at any size. A merge that folds duplicates lowers a count: one refresh more, never one less.
+STORE_MARK = Query(
+    "SELECT (SELECT count() FROM events) AS events, (SELECT count() FROM messages) AS messages, "
+    "(SELECT count() FROM usage) AS usage, (SELECT count() FROM alerts) AS alerts"
+)
 
 
 # --- alerts -------------------------------------------------------------------------------------

@@ -244,7 +244,8 @@ _EXPORT = (
     "AND (timestamp, id) > ({after_at:DateTime64(3, 'UTC')}, {after_id:String}) "
     "ORDER BY timestamp, id LIMIT 1 BY id LIMIT {limit:UInt32}"
 )
-_EXPORT_COUNT = "SELECT uniqExact(id) AS events FROM events WHERE WHERE_CLAUSE"
+# How many, and the newest time: the export's end (what is stored while it runs is the next one's).
+_EXPORT_COUNT = "SELECT uniqExact(id) AS events, max(timestamp) AS until FROM events WHERE WHERE_CLAUSE"
 _BY_SESSION = "session_id = {session:String}"
 _BY_TIME = "timestamp >= {since:DateTime64(3, 'UTC')}"
 
@@ -268,8 +269,20 @@ def _export_where(session: str, since: str, person: str = "", repo: str = "") ->
     return where + _owner(params, person, repo), params
 
 
+_UNTIL = " AND timestamp <= {until:DateTime64(3, 'UTC')}"
+
+
+def _until(where: str, params: dict[str, Any], until: str) -> str:
+    """The export's end: the newest event's time when it counted (export_count)."""
+    if not until:
+        return where
+    params["until"] = until
+    return where + _UNTIL
+
+
 def export_count(session: str = "", since: str = EPOCH, person: str = "", repo: str = "") -> Query:
-    """How many events an export of one session (else of everything since `since`) holds."""
+    """How many events an export of one session (else of everything since `since`) holds, and the
+    newest one's time (`until` of export_page)."""
     where, params = _export_where(session, since, person, repo)
     return Query(_EXPORT_COUNT.replace("WHERE_CLAUSE", where), params)
 
@@ -281,11 +294,25 @@ def export_page(
     limit: int = 2000,
     person: str = "",
     repo: str = "",
+    until: str = "",
 ) -> Query:
     """The next `limit` events of an export after `after` (the last page's last time and id), in
-    time order, every column of the events table, each id once."""
+    time order, every column of the events table, each id once; up to `until` when given."""
     where, params = _export_where(session, since, person, repo)
+    where = _until(where, params, until)
     return Query(
         _EXPORT.replace("WHERE_CLAUSE", where),
         {**params, "after_at": after[0], "after_id": after[1], "limit": int(limit)},
+    )
+
+
+def sessions_matching(text: str, limit: int = 11) -> Query:
+    """The sessions whose id is `text`, begins with it, or ends with it (the short id a screen
+    shows of a time-ordered id is its tail: harnesses.short_id); an exact id first."""
+    return Query(
+        "SELECT session_id, min(timestamp) AS first_seen, count() AS events FROM events "
+        "WHERE session_id != '' AND (startsWith(session_id, {text:String}) "
+        "OR endsWith(session_id, {text:String})) "
+        "GROUP BY session_id ORDER BY session_id != {text:String}, first_seen DESC LIMIT {limit:UInt32}",
+        {"text": text, "limit": int(limit)},
     )

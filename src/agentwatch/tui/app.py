@@ -66,6 +66,7 @@ from agentwatch.tui.store_side import (
     StoreSide,
     TruthFailed,
     TruthIn,
+    TruthSame,
 )
 from agentwatch.tui.table import Cell, Table
 from agentwatch.tui.views import AgentScreen, TeamScreen
@@ -96,6 +97,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     CSS_PATH = "agentwatch.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", tooltip="leave agentwatch"),
+        # Ctrl-C quits as in every terminal program (`up --dashboard` then stops what it started),
+        # not Textual's "press ctrl+q" toast.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="leave agentwatch"),
         Binding(
             "a", "agent_detail", "Agent", tooltip="the selected agent: timeline, tool calls, prompts, errors"
         ),
@@ -105,6 +109,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         *HISTORY_BINDINGS,
         Binding(
             "slash", "focus_filter", "Filter", tooltip="the feed by agent:NAME, tool:NAME, event:KIND or text"
+        ),
+        Binding(
+            "escape", "clear_filter", "Clear", show=False, tooltip="an applied feed filter (in the feed)"
         ),
         Binding("f", "toggle_follow", "Follow", tooltip="keep the newest event selected, on/off"),
         Binding("p", "toggle_pause", "Pause", tooltip="hold the feed and roster still, on/off"),
@@ -252,13 +259,18 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     def refresh_truth(self) -> None:
         """Ask the store for its answer again (unless the last question is still out)."""
         if self.history is not None and (asked := self.state.ask_truth()) is not None:
-            self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s)
+            since = self.state.truth_since()
+            self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s, since)
 
     @on(TruthIn)
     def _truth_in(self, message: TruthIn) -> None:
         if self.state.take_truth(message.value) and self.history is not None:
             self.load_history(self.history_rows)
         self._dirty = True
+
+    @on(TruthSame)
+    def _truth_same(self, _message: TruthSame) -> None:
+        self.state.truth_same()
 
     @on(TruthFailed)
     def _truth_failed(self, message: TruthFailed) -> None:
@@ -320,7 +332,8 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             self._dirty = self._dirty or drained > 0  # painted when the live view is back
             return drained
         try:
-            self.state.roster.settle(self.clock())
+            if not self.state.paused:  # paused: states hold still too
+                self.state.roster.settle(self.clock())
             if drained or self._dirty:
                 self._dirty = False
                 self._paint_status()
@@ -386,10 +399,11 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         # `agent:NAME` in the filter narrows the roster too (by name or team, as a substring), and
         # `person:`, `repo:`, `branch:` by whose the agent's session is.
         now, state = self.clock(), self.state
+        at = state.paused_at if state.paused else now  # paused: the order holds still
         self._roster_rows = state.roster.ordered(
             state.sort,
             text=state.filter.agent,
-            now=now,
+            now=at,
             show_folded=state.show_folded,
             owner=state.filter.owner,
         )
@@ -542,6 +556,10 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
 
+    def action_clear_filter(self) -> None:
+        if self._main_visible():
+            self._main_query("#filter", Input).value = ""  # Input.Changed repaints the feed
+
     def action_toggle_follow(self) -> None:
         self.state.follow = not self.state.follow
         self._dirty = True
@@ -552,7 +570,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._dirty = True
 
     def action_toggle_pause(self) -> None:
-        self.state.paused = not self.state.paused
+        self.state.toggle_pause(self.clock())
         self._dirty = True
 
     def action_toggle_bookkeeping(self) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 from agentwatch.agents import FAILED, IDLE, LOST, STOPPED, THINKING, WAITING, WORKING
+from agentwatch.tui.model import DENIED, FAILED_CALL, OK, RUNNING
 
 
 class Pacer:
@@ -118,9 +119,25 @@ class Palette:
             "task_created": secondary,
             "task_completed": secondary,
         }
-        self.status = {"ok": ok, "running": warn, "failed": f"bold {err}", "denied": warn}
+        self.status = {OK: ok, RUNNING: warn, FAILED_CALL: f"bold {err}", DENIED: warn}
         self.error = f"bold {err}"
         self.good = ok
+
+
+class FittedTable(DataTable[Any]):
+    """A DataTable whose cells are painted at the widths their contents ask for.
+
+    DataTable measures new rows when it is next idle, and caches each cell's rendering under keys
+    that leave out its column's width. A paint of the screen between the rows' arrival and that
+    moment (for another widget, or a store answer taken from a worker) cached the cells at the
+    headers' widths, and they stayed so until the next resize: "11:01" for "11:01:07", "$0.1" for
+    "$0.16". When the measure changes a width, the cached renderings go."""
+
+    def _update_dimensions(self, new_rows: Iterable[Any]) -> None:
+        before = [column.get_render_width(self) for column in self.columns.values()]
+        super()._update_dimensions(new_rows)
+        if [column.get_render_width(self) for column in self.columns.values()] != before:
+            self.notify_style_update()  # drops every cached rendering and repaints
 
 
 def refill(table: DataTable[Any], rows: list[tuple[Any, ...]]) -> None:

@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from agentwatch.format import money, one_line
-from agentwatch.harnesses import CLAUDE_CODE
+from agentwatch.harnesses import CLAUDE_CODE, short_id
 from agentwatch.store import cost_queries, queries
 from agentwatch.tui.common import refill
 from agentwatch.tui.sources import HistorySource
@@ -142,7 +142,7 @@ class CostScreen(StoreScreen):
             self.query_one("#cost-top-turns", DataTable),
             [
                 (f"{t['share_pct']:g}%" if t.get("share_pct") is not None else "", money(t["cost_usd"]),
-                 f"{int(t['tokens']):,}", str(t["api_calls"]), str(t["session_id"])[:8],
+                 f"{int(t['tokens']):,}", str(t["api_calls"]), short_id(str(t["session_id"])),
                  str(t.get("agent") or ""), one_line(t.get("prompt"), 80))
                 for t in answer.turns
             ],

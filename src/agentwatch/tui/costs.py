@@ -59,15 +59,18 @@ class Costs:
         return money(with_subs, tokens)
 
     def status(self) -> str:
-        """The cost since the start of the previous hour (local time) and the teams that cost most,
-        for the status line ('' if none)."""
-        words = []
-        if self.hour is not None:
-            since = f" since {self.hour_from.astimezone():%H:%M}" if self.hour_from else " in the last hour"
-            words.append(f"{money(self.hour, 1)}{since}")
+        """The cost since the start of the previous hour (local time), for the status line ('' if
+        none): the hourly rollup's window is the last whole hour and this one, and says so."""
+        if self.hour is None:
+            return ""
+        if self.hour_from is None:
+            return f"{money(self.hour, 1)} in the last hour"
+        return f"{money(self.hour, 1)} since {self.hour_from.astimezone():%H:%M} (last hour and this)"
+
+    def teams_status(self) -> str:
+        """The three teams that cost most, for the status line ('' if none)."""
         top = sorted(self.teams.items(), key=lambda item: -(item[1][0] or 0))[:3]
-        words += [f"{team} {money(cost[0], cost[2])}" for team, cost in top]
-        return " · ".join(words)
+        return " · ".join(f"{team} {money(cost[0], cost[2])}" for team, cost in top)
 
 
 def _utc(text: Any) -> dt.datetime | None:

@@ -15,6 +15,7 @@ stay in time order; what waited is taken at the next `drain`.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -30,6 +31,7 @@ from agentwatch.tui.roster import Roster, Unconfirmed
 from agentwatch.tui.team import Team
 
 PENDING_MAX = 20_000
+LOADED = "recent events loaded"
 SORTS = ("state", "recent", "name", "errors")
 
 
@@ -99,8 +101,15 @@ class LiveState:
         self.store_ok = not stored
         self.store_text = "store: not asked yet" if stored else "no store: live events only"
         self.truth_asked = self.truth_in_once = self.costs_due = False
+        # The store's mark at its last whole answer, and when that came (time.monotonic()).
+        self.mark: tuple[Any, ...] | None = None
+        self.mark_at = 0.0
+        # The store's last answer and costs while paused: taken when the pause ends.
+        self.held_truth: truth.Truth | None = None
+        self.held_costs: list[tuple[Any, ...]] | None = None
         # How the live view is shown: set by its keys, read by its paint.
         self.paused = self.show_folded = False
+        self.paused_at = 0.0  # the clock when paused: the roster's order is taken at it
         self.follow, self.sort, self.filter = True, SORTS[0], FeedFilter()
 
     @property
@@ -184,11 +193,30 @@ class LiveState:
         self.truth_asked = True
         return self.unconfirmed.ids(truth.STORED_CHECK_MAX)
 
-    def take_truth(self, answer: truth.Truth) -> bool:
-        """The store's answer in place of every figure, then the live events it does not hold
-        counted on top; True for its first answer (the history is asked then)."""
+    def truth_since(self) -> tuple[Any, ...] | None:
+        """The mark a refresh may stop at (its answer unchanged), or None: ask for everything."""
+        if self.mark is None or time.monotonic() - self.mark_at >= truth.FULL_EVERY_SECONDS:
+            return None
+        return self.mark
+
+    def truth_same(self) -> None:
+        """The store's mark did not move: nothing it holds changed, the last answer stands."""
         self.truth_asked = False
         self.store_ok = True
+
+    def take_truth(self, answer: truth.Truth) -> bool:
+        """The store's answer in place of every figure, then the live events it does not hold
+        counted on top; True for its first answer (the history is asked then). While paused the
+        roster holds still: the answer waits, and is taken on `resume`."""
+        self.truth_asked = False
+        self.mark, self.mark_at = answer.mark, time.monotonic()
+        self.store_ok = True
+        if self.paused and self.truth_in_once:
+            self.held_truth = answer
+            return False
+        self.held_truth = None
+        if self.truth_in_once and self.history_done and self.store_text.endswith(LOADED):
+            self.store_text = ""  # a start-up fact: said until the store's next answer
         truth.take(answer, self.roster, self.team, self.unconfirmed)
         self.alerts.load(answer.alerts)
         self.costs.update(answer.costs)
@@ -220,7 +248,7 @@ class LiveState:
             self.feed = Feed(self.feed.maxlen)
         for line in self.history.merged(stored, live):
             self.feed.add(line)
-        self.store_text = f"store: {len(envelopes)} recent events loaded"
+        self.store_text = f"store: {len(envelopes)} {LOADED}"
         self.history_done = True
 
     def history_failed(self, text: str) -> None:
@@ -241,7 +269,23 @@ class LiveState:
         self.costs_due = False
 
     def take_costs(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        if self.paused:
+            self.held_costs = list(rows)
+            return
         self.costs.update(rows)
+
+    def toggle_pause(self, now: float) -> None:
+        """Pause holds the feed and the roster still (live events, the store's answers and the
+        costs wait); resuming takes what waited: the store's last answer first, then the live
+        events (`drain`)."""
+        self.paused, self.paused_at = not self.paused, now
+        if self.paused:
+            return
+        if self.held_truth is not None:
+            self.take_truth(self.held_truth)
+        if self.held_costs is not None:
+            self.costs.update(self.held_costs)
+            self.held_costs = None
 
     def bus_status(self, ok: bool, text: str) -> None:
         self.bus_ok, self.bus_text = ok, text

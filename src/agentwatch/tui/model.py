@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agentwatch.agents import CALL_DENIED, CALL_ENDS, CALL_ERROR, CALL_OK, CALL_RUNNING, shown_outcome
 from agentwatch.format import utc_seconds
 from agentwatch.harnesses import CLAUDE_CODE, QUIET_EVENTS, harness_named
 
@@ -251,7 +252,8 @@ def sparkline(values: Iterable[int]) -> str:
 
 # --- an agent's detail: its tool calls, conversation and errors, from its timeline ------------
 
-RUNNING, OK, FAILED_CALL, DENIED = "running", "ok", "failed", "denied"
+# A call's status as the agent's screen says it (agents.CALL_OUTCOMES, agents.shown_outcome).
+RUNNING, OK, FAILED_CALL, DENIED = map(shown_outcome, (CALL_RUNNING, CALL_OK, CALL_ERROR, CALL_DENIED))
 
 
 @dataclass
@@ -288,16 +290,14 @@ def tool_calls(lines: Iterable[FeedLine]) -> list[ToolCall]:
             calls.append(call)
             if call.tool_use_id:
                 open_calls[call.tool_use_id] = call
-        elif line.event in ("PostToolUse", "PostToolUseFailure", "PermissionDenied"):
+        elif (outcome := CALL_ENDS.get(line.event)) is not None:
             started = open_calls.pop(line.tool_use_id, None) if line.tool_use_id else None
             if started is None:
                 continue
             started.end = max(line.at, started.start)
             started.reported_ms = line.duration_ms
-            if line.event == "PostToolUse":
-                started.status = OK
-            else:
-                started.status = FAILED_CALL if line.event == "PostToolUseFailure" else DENIED
+            started.status = shown_outcome(outcome)
+            if outcome != CALL_OK:
                 started.error = line.text
     return calls
 
@@ -310,3 +310,8 @@ def conversation(lines: Iterable[FeedLine]) -> list[FeedLine]:
 def errors(lines: Iterable[FeedLine]) -> list[FeedLine]:
     """Failed tool calls, failed turns and denied permissions, oldest first."""
     return [line for line in lines if line.kind in ERROR_KINDS]
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 call', '2 calls': a count and its noun (given singular), as a person writes them."""
+    return f"{n:,} {noun if n == 1 else noun + 's'}"

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from agentwatch.format import clock
+from agentwatch.harnesses import short_id
 from agentwatch.tui.alerts import Alerts
 from agentwatch.tui.common import Line, Palette
 from agentwatch.tui.costs import Costs
@@ -93,7 +94,7 @@ class ReplayScreen(Screen[None]):
     def __init__(self, session_id: str, envelopes: list[dict[str, Any]], *, playing: bool = True) -> None:
         super().__init__()
         self.session_id = session_id
-        self.sub_title = f"replay {session_id[:8]}"
+        self.sub_title = f"replay {short_id(session_id)}"
         self.replay = Replay(envelopes)
         self.playing = playing
         self.speed_index = SPEEDS.index(5.0)
@@ -134,7 +135,7 @@ class ReplayScreen(Screen[None]):
 
     def paint(self) -> None:
         r = self.replay
-        status = Text(f"replay of {self.session_id[:8]}  ", style="bold")
+        status = Text(f"replay of {short_id(self.session_id)}  ", style="bold")
         status.append("playing" if self.playing else ("finished" if r.finished else "paused"))
         status.append(f" at {self.speed:g}x · event {r.done} of {len(r.envelopes)}", style="dim")
         if r.times:

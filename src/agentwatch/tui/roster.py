@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from agentwatch.agents import (
     STOPPED,
     TOOL_STATES,
     AgentKey,
+    is_invalid_input,
     key_of,
     note_of,
     parent_key,
@@ -46,6 +47,8 @@ from agentwatch.tui.model import (
 ROSTER_MAX = 300
 # Seconds a stopped or lost agent stays in the roster's view before it folds (a key shows it).
 FOLD_AFTER_S = 300.0
+# Seconds a session sent nothing after which its agents sort below the live ones (not lost yet).
+QUIET_AFTER_S = 120.0
 
 
 @dataclass
@@ -194,15 +197,27 @@ class Roster:
                 self._new += 1
         return agent
 
+    def _sender(self, key: AgentKey) -> AgentKey | None:
+        """The key of the agent of `key`'s scope and name on whatever host (None: there is none)."""
+        return next((k for k in self._agents if k[1] == key[1] and k[2] == key[2]), None)
+
     def apply(
         self, env: Mapping[str, Any], line: FeedLine | None = None, *, count: bool = True, note: bool = True
     ) -> Agent | None:
         """One event of the agent it names. `count`: a live event the store's answer does not hold
-        (its counts, state and last time); `note`: it goes into the agent's timeline and activity."""
+        (its counts, state and last time); otherwise a stored one, noted only for an agent the
+        roster has; `note`: it goes into the agent's timeline and activity."""
         name = env.get("agent")
-        if not isinstance(name, str) or not name:
-            return None
+        if not isinstance(name, str) or not name or is_invalid_input(env):
+            return None  # invalid hook input stays on the feed, with its reason: no agent
         key = key_of(env)
+        if not count and key not in self._agents:
+            # A stored event: the store's answer holds its agent, or the agent is beyond the
+            # window (not shown). A stored message names no host: its sender by scope and name.
+            found = self._sender(key) if not key[0] else None
+            if found is None:
+                return None
+            key = found
         at = line.at if line is not None else envelope_time(env)
         agent = self._agent(key)
         for attr, field_name in _DESCRIBED:
@@ -295,6 +310,10 @@ class Roster:
         for agent in self._agents.values():
             agent.state = shown_state(agent.base, now - self.scope_seen(agent), self.lost_after_s)
 
+    def quiet(self, agent: Agent, now: float) -> bool:
+        """An agent whose scope (its session) has sent nothing for QUIET_AFTER_S: not lost yet."""
+        return now - self.scope_seen(agent) > QUIET_AFTER_S
+
     def folded(self, agent: Agent, now: float) -> bool:
         """A stopped or lost agent, FOLD_AFTER_S after it became so: hidden unless asked for."""
         if agent.state == STOPPED:
@@ -342,13 +361,19 @@ class Roster:
             and (show_folded or now is None or not self.folded(a, now))
             and (not any(owner) or owned(owner, {"person": a.person, "repo": a.repo, "branch": a.branch}))
         ]
-        sort_keys = {
-            "state": lambda a: (a.state in DONE, STATE_ORDER.get(a.state, 9), -a.last_seen),
-            "name": lambda a: (a.state in DONE, a.name, a.scope),
-            "recent": lambda a: (a.state in DONE, -a.last_seen),
-            "errors": lambda a: (a.state in DONE, -a.errors, a.name),
+        sort_keys: dict[str, Callable[[Agent], tuple[Any, ...]]] = {
+            "state": lambda a: (STATE_ORDER.get(a.state, 9), -a.last_seen),
+            "name": lambda a: (a.name, a.scope),
+            "recent": lambda a: (-a.last_seen,),
+            "errors": lambda a: (-a.errors, a.name),
         }
-        sort = sort_keys.get(key, sort_keys["state"])
+        within = sort_keys.get(key, sort_keys["state"])
+
+        def sort(a: Agent) -> tuple[Any, ...]:
+            # Whatever the key: live before quiet before stopped and lost (a quiet session sinks
+            # before it is lost: "waiting, seen 8m ago" below the agents working now).
+            return (a.state in DONE, now is not None and self.quiet(a, now), *within(a))
+
         present = {a.key for a in agents}
         children: dict[AgentKey, list[Agent]] = {}
         for a in agents:

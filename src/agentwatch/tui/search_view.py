@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Input
 
+from agentwatch.harnesses import short_id
 from agentwatch.store import session_queries
 from agentwatch.tui.common import refill
 from agentwatch.tui.sources import HistorySource
@@ -27,7 +28,8 @@ def result_cells(row: dict[str, Any]) -> tuple[Any, ...]:
     if row.get("excerpt"):
         match += "  payload: …" + " ".join(str(row["excerpt"]).split()) + "…"
     when = f"{at:%Y-%m-%d %H:%M:%S}" if isinstance(at, dt.datetime) else str(at)
-    return (when, str(row["session_id"])[:8], str(row.get("agent") or ""), str(row.get("event") or ""), match)
+    session = short_id(str(row["session_id"]))
+    return (when, session, str(row.get("agent") or ""), str(row.get("event") or ""), match)
 
 
 class SearchScreen(StoreScreen):

@@ -21,9 +21,11 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from agentwatch.format import duration, money, one_line, tool_counts
+from agentwatch.harnesses import short_id
 from agentwatch.store import queries, session_queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui.common import EventScreen, refill
+from agentwatch.tui.model import counted
 from agentwatch.tui.sources import HistorySource, answer_envelopes
 from agentwatch.tui.store_screen import StoreScreen, table
 
@@ -115,7 +117,7 @@ class SessionScreen(StoreScreen):
         super().__init__(history, "session-head")
         self.session_id = session_id
         self.at_event = at_event
-        self.sub_title = f"session {session_id[:8]}"
+        self.sub_title = f"session {short_id(session_id)}"
         self.answer = SessionAnswer()
         self.turn_events: list[dict[str, Any]] = []
 
@@ -165,14 +167,15 @@ class SessionScreen(StoreScreen):
 
     def _paint_head(self) -> None:
         d, turns = self.answer.details, self.answer.turns
-        head = Text(f"session {self.session_id[:8]}", style="bold")
+        head = Text(f"session {short_id(self.session_id)}", style="bold")
         if d:
             tokens = int(d.get("tokens") or 0)
             facts = [
                 f"{d.get('agent') or ''} on {d.get('host') or '?'}",
                 f"{d['started']:%Y-%m-%d %H:%M:%S} UTC" if d.get("started") else "",
                 f"took {duration(d.get('duration_ms'))}",
-                f"{len(turns)} turns · {d.get('events') or 0} events · {len(self.answer.agents)} agents",
+                f"{counted(len(turns), 'turn')} · {counted(int(d.get('events') or 0), 'event')} · "
+                f"{counted(len(self.answer.agents), 'agent')}",
                 f"{tokens:,} tokens {money(d.get('cost_usd'), tokens)}" if tokens else "no cost read",
                 f"outcome {d.get('outcome') or '?'}",
             ]

@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Input
 
 from agentwatch.format import duration, money
-from agentwatch.harnesses import CLAUDE_CODE, SHORT
+from agentwatch.harnesses import CLAUDE_CODE, SHORT, short_id
 from agentwatch.store import queries, session_queries
 from agentwatch.tui.common import refill
 from agentwatch.tui.sources import HistorySource
@@ -41,7 +41,7 @@ def session_row(row: dict[str, Any]) -> tuple[Any, ...]:
     cover = row.get("coverage_pct")
     return (
         when,
-        str(row["session_id"])[:8],
+        short_id(str(row["session_id"])),
         str(row.get("agent") or ""),
         str(row.get("agents") or 1),
         "+".join(SHORT.get(h, h) for h in row.get("harnesses") or [CLAUDE_CODE]),

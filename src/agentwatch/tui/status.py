@@ -15,8 +15,8 @@ from rich.text import Text
 
 from agentwatch.agents import DONE
 from agentwatch.format import age
-from agentwatch.harnesses import CLAUDE_CODE, SHORT
-from agentwatch.tui.model import sparkline
+from agentwatch.harnesses import CLAUDE_CODE, SHORT, short_id
+from agentwatch.tui.model import counted, sparkline
 from agentwatch.tui.roster import Agent, Roster
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ def live_segments(state: LiveState, pal: Palette, now: float) -> list[Segment]:
     warn = f"bold {pal.status['running']}"
     folded = 0 if state.show_folded else state.roster.folded_count(now)
     alerts = state.alerts.status()
-    figures = f"{state.roster.total} agents" + (f" ({folded} folded: o)" if folded else "")
-    figures += f" · {state.events_total + state.unconfirmed.events:,} events"
+    figures = counted(state.roster.total, "agent") + (f" ({folded} folded: o)" if folded else "")
+    figures += " · " + counted(state.events_total + state.unconfirmed.events, "event")
     return [
         Segment(f"PAUSED ({state.waiting} waiting)" if state.paused else "", warn, keep=True),
         Segment(f"{alerts} (!)" if alerts else "", f"bold {pal.error}", keep=True),
@@ -79,6 +79,7 @@ def live_segments(state: LiveState, pal: Palette, now: float) -> list[Segment]:
         Segment(figures, "dim"),
         Segment(EMPTY_HINT if not state.feed.total and state.history_done else "", warn),
         Segment(state.costs.status(), "dim"),
+        Segment(state.costs.teams_status(), "dim"),
         Segment(state.store_text if state.store_ok else "", "dim"),
         Segment(f"sorted by {state.sort}", "dim"),
         Segment("follow off" if not state.follow else "", warn),
@@ -123,9 +124,9 @@ def harness_mark(agent: Agent) -> str:
 def team_label(agent: Agent) -> str:
     """The agent's team, and its session's first characters where the team does not say which
     session it is (a named team runs many): two runs of one team are two rows that say so."""
-    if not agent.team or agent.team == f"session-{agent.scope[:8]}" or agent.scope == agent.team:
-        return agent.team or agent.scope[:8]
-    return f"{agent.team}·{agent.scope[:6]}"
+    if not agent.team or agent.team == f"session-{short_id(agent.scope)}" or agent.scope == agent.team:
+        return agent.team or short_id(agent.scope)
+    return f"{agent.team}·{short_id(agent.scope)[:6]}"
 
 
 def roster_title(roster: Roster, now: float, shown: bool) -> str:

@@ -17,12 +17,13 @@ from textual.widgets import DataTable, Static
 
 from agentwatch.format import one_line
 from agentwatch.store.answer import HistoryError
+from agentwatch.tui.common import FittedTable
 from agentwatch.tui.sources import HistorySource
 
 
 def table(table_id: str, *columns: str) -> DataTable[Any]:
     """A row-cursor table with its columns."""
-    found: DataTable[Any] = DataTable(id=table_id, cursor_type="row", zebra_stripes=True)
+    found: DataTable[Any] = FittedTable(id=table_id, cursor_type="row", zebra_stripes=True)
     found.add_columns(*columns)
     return found
 

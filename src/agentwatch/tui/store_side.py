@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from textual import work
 from textual.message import Message
 
-from agentwatch.store import queries
+from agentwatch.store import live_roster, queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui import truth
 from agentwatch.tui.model import FeedLine
@@ -46,6 +46,10 @@ class TruthIn(Answer[truth.Truth]):
     """The store's answer for every figure."""
 
 
+class TruthSame(Answer[None]):
+    """The store's mark did not move: its last answer stands."""
+
+
 class TruthFailed(Answer[str]):
     """The store did not answer the figures' question: why."""
 
@@ -59,7 +63,7 @@ class HistoryFailed(Answer[str]):
 
 
 class CostsIn(Answer[list[tuple[Any, ...]]]):
-    """Rows of queries.dashboard_costs."""
+    """Rows of queries.dashboard_costs (store/live_roster.py folds them)."""
 
 
 class PayloadIn(Answer[dict[str, Any]]):
@@ -76,13 +80,18 @@ class StoreSide(_Base):
     history: HistorySource | None
 
     @work(thread=True, exclusive=True, group="truth", exit_on_error=False)
-    def load_truth(self, asked: list[str], roster_limit: int, lost_after_s: float) -> None:
-        """The store's figures, and which of `asked` (live events counted on top) it holds."""
+    def load_truth(
+        self, asked: list[str], roster_limit: int, lost_after_s: float, since: tuple[Any, ...] | None
+    ) -> None:
+        """The store's figures, and which of `asked` (live events counted on top) it holds; only
+        its mark when that is still `since`."""
         assert self.history is not None
         try:
-            self.post_message(TruthIn(truth.read(self.history, asked, roster_limit, lost_after_s)))
+            answer = truth.read(self.history, asked, roster_limit, lost_after_s, since)
         except HistoryError as exc:
             self.post_message(TruthFailed(str(exc)))
+            return
+        self.post_message(TruthSame(None) if answer is None else TruthIn(answer))
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
     def load_history(self, rows: int) -> None:
@@ -100,7 +109,8 @@ class StoreSide(_Base):
         """The costs alone, soon after usage arrived (the rest waits for the next refresh)."""
         assert self.history is not None
         try:
-            rows = list(self.history.query(*queries.dashboard_costs(roster_limit, lost_after_s)).rows)
+            history = self.history
+            rows = live_roster.costs(lambda q: history.query(*q), roster_limit, lost_after_s)
         except HistoryError:
             return  # the next refresh says why
         self.post_message(CostsIn(rows))

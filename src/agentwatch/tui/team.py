@@ -1,5 +1,11 @@
 """The team: who messaged whom (the store's edges plus the live messages since), and the tasks
-created and completed. Plain Python, no Textual."""
+created and completed (the store's tasks of the live window plus the live task events since).
+Plain Python, no Textual.
+
+A task is keyed as its agents are: host, scope (the session, else the team) and the task's id. The
+lead creates a task and an in-process teammate of its session completes it; the teammate's payload
+names the session's implicit team (`team_name`) while GENIE_TEAM may name the lead's otherwise, so
+neither team name could be the key."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentwatch.agents import scope
 from agentwatch.store.answer import seconds
 from agentwatch.tui.model import envelope_time
 
@@ -29,6 +36,8 @@ class Task:
     task_id: str
     subject: str
     team: str
+    scope: str = ""  # its session (else its team): which of the window's sessions it belongs to
+    host: str = ""
     created_by: str = ""
     created_at: float | None = None
     completed_by: str = ""
@@ -54,8 +63,9 @@ class Team:
 
     def __init__(self, max_edges: int = EDGES_MAX, max_tasks: int = TASKS_MAX) -> None:
         self._edges: dict[tuple[str, str, str], Edge] = {}
-        self._tasks: dict[tuple[str, str], Task] = {}
+        self._tasks: dict[tuple[str, str, str], Task] = {}
         self.max_edges, self.max_tasks = max_edges, max_tasks
+        self.tasks_total = 0  # the window's tasks as the store counts them (the list holds max_tasks)
 
     def apply(self, env: Mapping[str, Any], *, count: bool = True) -> None:
         """One event: a message counts on its edge (`count`: the store's answer does not hold it);
@@ -77,6 +87,24 @@ class Team:
                 count, summary = int(row.get("messages") or 0), str(row.get("last_summary") or "")
                 edge = Edge(sender, recipient, team, count, summary, seconds(row.get("last_at")))
                 self._edges[(team, sender, recipient)] = edge
+
+    def seed_tasks(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """The store's tasks of the live window (queries.window_tasks rows) in place of every task."""
+        self._tasks, self.tasks_total = {}, 0
+        for row in rows:
+            host, where, task_id = (
+                str(row.get("host") or ""),
+                str(row.get("scope") or ""),
+                str(row.get("task_id") or ""),
+            )
+            task = Task(task_id, str(row.get("subject") or ""), str(row.get("team") or ""), where, host)
+            if row.get("created"):
+                task.created_at, task.created_by = seconds(row.get("created_at")), str(row.get("created_by"))
+            if row.get("completed"):
+                task.completed_at = seconds(row.get("completed_at"))
+                task.completed_by = str(row.get("completed_by") or "")
+            self._tasks[(host, where, task_id)] = task
+            self.tasks_total = int(row.get("tasks_total") or 0)
 
     def _message(self, env: Mapping[str, Any]) -> None:
         sender, recipient = str(env.get("agent", "")), str(env.get("peer", ""))
@@ -101,13 +129,16 @@ class Team:
         task_id, subject = _task_fields(env)
         if not task_id:
             return
-        team = str(env.get("team", "") or env.get("session_id", ""))
-        key = (team, task_id)
+        team = str(env.get("team") or "")
+        where = scope(team, str(env.get("session_id") or ""))
+        host = str(env.get("host") or "")
+        key = (host, where, task_id)
         task = self._tasks.get(key)
         if task is None:
             if len(self._tasks) >= self.max_tasks:
                 del self._tasks[next(iter(self._tasks))]
-            task = self._tasks[key] = Task(task_id=task_id, subject=subject, team=team)
+            task = self._tasks[key] = Task(task_id, subject, team, where, host)
+            self.tasks_total += 1
         task.subject = task.subject or subject
         at, agent = envelope_time(env), str(env.get("agent", ""))
         if created:
@@ -124,8 +155,8 @@ class Team:
     def tasks(self) -> list[Task]:
         """Open tasks first, then by when they were created."""
 
-        def order(t: Task) -> tuple[bool, float, str]:
+        def order(t: Task) -> tuple[bool, float, str, str]:
             when = t.created_at if t.created_at is not None else (t.completed_at or 0.0)
-            return (t.done, when, t.task_id)
+            return (t.done, when, t.scope, t.task_id)
 
         return sorted(self._tasks.values(), key=order)

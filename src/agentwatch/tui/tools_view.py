@@ -30,7 +30,7 @@ from agentwatch.format import clock, one_line
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
 from agentwatch.store.queries import SESSIONS_LIMIT
-from agentwatch.tui.common import Palette
+from agentwatch.tui.common import FittedTable, Palette
 from agentwatch.tui.sources import HistorySource
 from agentwatch.tui.tools_rows import (
     FULL_SESSION_AT,
@@ -119,9 +119,9 @@ class ToolsScreen(Screen[None]):
         yield Static(id="tools-title")
         yield Static(id="tools-status")
         with Vertical(id="tools-stats-pane", classes="tools-pane"):
-            yield DataTable(id="tools-stats", cursor_type="row", zebra_stripes=True)
+            yield FittedTable(id="tools-stats", cursor_type="row", zebra_stripes=True)
         with Vertical(id="tools-sessions-pane", classes="tools-pane"):
-            yield DataTable(id="tools-sessions", cursor_type="row", zebra_stripes=True)
+            yield FittedTable(id="tools-sessions", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:

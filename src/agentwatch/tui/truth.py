@@ -2,7 +2,7 @@
 
 `read` asks the HistorySource, from a worker thread, for everything the live view counts: the
 roster (the `agents` view: one row per host, scope and name, with totals), the team's message
-edges, the open and recent alerts, the costs, and which of the live events the dashboard counted
+edges and tasks, the open and recent alerts, the costs, and which of the live events the dashboard counted
 on top of its previous answer the store now holds (its watermark). The app then shows this answer
 plus the live events the store does not hold yet (model.Unconfirmed). Nothing here imports Textual.
 
@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentwatch.store import queries, session_queries
+from agentwatch.store import live_roster, queries, session_queries
 from agentwatch.tui.roster import Roster, Unconfirmed
 from agentwatch.tui.sources import HistorySource
-from agentwatch.tui.team import Team
+from agentwatch.tui.team import TASKS_MAX, Team
 
 # What is no event of the feed: alerts (their own view) and token usage (the costs').
 NOT_EVENTS = frozenset({"usage", "cost_state"})
@@ -27,6 +27,9 @@ NOT_EVENTS = frozenset({"usage", "cost_state"})
 # How often the store is asked again while the dashboard runs, and how many live ids one
 # watermark question carries at most (the oldest first: those the store most likely has).
 REFRESH_SECONDS = 5.0
+# While the store's mark (queries.STORE_MARK) stays the same, a refresh asks for it alone; the
+# whole answer again at least this often (the previous hour's cost moves with the clock).
+FULL_EVERY_SECONDS = 60.0
 STORED_CHECK_MAX = 20_000
 EDGES_MAX = 2000
 ALERTS_RECENT = 200
@@ -41,29 +44,49 @@ class Truth:
     events_total: int = 0
     messages_total: int = 0
     edges: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
     costs: list[tuple[Any, ...]] = field(default_factory=list)
     stored: set[str] = field(default_factory=set)
+    mark: tuple[Any, ...] | None = None  # the store's mark asked before the figures
 
 
-def read(history: HistorySource, asked: Sequence[str], roster_limit: int, lost_after_s: float) -> Truth:
+def mark(history: HistorySource) -> tuple[Any, ...] | None:
+    """The store's mark (None when it gives none: then every refresh reads everything)."""
+    rows = history.query(*queries.STORE_MARK).rows
+    return tuple(rows[0]) if rows else None
+
+
+def read(
+    history: HistorySource,
+    asked: Sequence[str],
+    roster_limit: int,
+    lost_after_s: float,
+    since: tuple[Any, ...] | None = None,
+) -> Truth | None:
     """The store's answer for the live window (the scopes active within `lost_after_s` and the
-    newest ones); raises HistoryError (the caller shows its message and asks again)."""
-    roster = history.query(*queries.roster(roster_limit, lost_after_s)).dicts()
-    owned(history, roster)
-    first = roster[0] if roster else {}
+    newest ones: store/live_roster.py), or None when its mark is still `since` (nothing it holds
+    changed: the last answer stands); raises HistoryError (the caller shows its message and asks
+    again). The mark is asked first: what is stored after it moves it, and the next refresh reads."""
+    now_mark = mark(history)
+    if since is not None and now_mark == since:
+        return None
+    window = live_roster.read(lambda q: history.query(*q), roster_limit, lost_after_s)
+    owned(history, window.roster)
     truth = Truth(
-        roster=roster,
-        agents_total=int(first.get("agents_total") or 0),
-        events_total=int(first.get("events_total") or 0),
-        messages_total=int(first.get("messages_total") or 0),
+        roster=window.roster,
+        agents_total=window.agents_total,
+        events_total=window.events_total,
+        messages_total=window.messages_total,
+        costs=window.costs,
+        mark=now_mark,
     )
     truth.edges = history.query(*queries.window_edges(EDGES_MAX, roster_limit, lost_after_s)).dicts()
+    truth.tasks = history.query(*queries.window_tasks(TASKS_MAX, roster_limit, lost_after_s)).dicts()
     truth.alerts = [
         *history.query(*queries.alerts(open_only=True, limit=10_000)).dicts(),
         *history.query(*queries.alerts(limit=ALERTS_RECENT)).dicts(),
     ]
-    truth.costs = list(history.query(*queries.dashboard_costs(roster_limit, lost_after_s)).rows)
     if asked:
         truth.stored = {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
     return truth
@@ -88,6 +111,7 @@ def take(answer: Truth, roster: Roster, team: Team, unconfirmed: Unconfirmed) ->
     unconfirmed.confirm(answer.stored)
     roster.seed(answer.roster, answer.agents_total)
     team.seed(answer.edges)
+    team.seed_tasks(answer.tasks)
     for env in unconfirmed.envelopes():
         roster.apply(env, note=False)
         team.apply(env)

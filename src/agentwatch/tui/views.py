@@ -19,11 +19,12 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from agentwatch.agents import AgentKey
 from agentwatch.format import age, clock, duration, one_line
+from agentwatch.harnesses import short_id
 from agentwatch.store import queries
 from agentwatch.store.answer import HistoryError
-from agentwatch.tui.common import Palette, refill
+from agentwatch.tui.common import FittedTable, Palette, refill
 from agentwatch.tui.live import LiveState
-from agentwatch.tui.model import TIMELINE_MAX, FeedLine, conversation, errors, sparkline, tool_calls
+from agentwatch.tui.model import TIMELINE_MAX, FeedLine, conversation, counted, errors, sparkline, tool_calls
 from agentwatch.tui.roster import Agent, idle_teammates
 from agentwatch.tui.sources import HistorySource, answer_envelopes
 from agentwatch.tui.store_side import AgentStored
@@ -35,6 +36,32 @@ DETAIL_ROWS = 300
 def gone(screen: Screen[Any]) -> bool:
     """The screen was closed before it got to mount or paint (a quick escape): nothing to do."""
     return screen not in screen.app.screen_stack
+
+
+# A call's duration as the `tool_calls` view has it (docs/queries.md): the one Claude Code reported
+# on its result, else the time between its hook events. Stored events come without payloads, so the
+# agent view reads it there rather than time the events itself (which missed what was reported).
+CALL_DURATIONS = (
+    "SELECT session_id, tool_use_id, duration_ms FROM tool_calls "
+    "WHERE session_id IN {sessions:Array(String)} AND tool_use_id IN {ids:Array(String)} "
+    "AND duration_ms IS NOT NULL"
+)
+RESULTS = frozenset({"PostToolUse", "PostToolUseFailure", "PermissionDenied"})
+
+
+def timed(envelopes: list[dict[str, Any]], history: HistorySource) -> None:
+    """The stored results among `envelopes` carry their call's duration as `tool_calls` says."""
+    results = [e for e in envelopes if e.get("event") in RESULTS and e.get("tool_use_id")]
+    if not results:
+        return
+    sessions = sorted({str(e.get("session_id", "")) for e in results})
+    ids = sorted({str(e["tool_use_id"]) for e in results})
+    answer = history.query(CALL_DURATIONS, {"sessions": sessions, "ids": ids})
+    took = {(str(row[0]), str(row[1])): int(row[2]) for row in answer.rows}
+    for env in results:
+        call = (str(env.get("session_id", "")), str(env["tool_use_id"]))
+        if env.get("duration_ms") is None and call in took:
+            env["duration_ms"] = took[call]
 
 
 class TablesScreen(Screen[None]):
@@ -54,7 +81,7 @@ class TablesScreen(Screen[None]):
             self._head.update(text)
 
     def _table(self, table_id: str, *columns: str) -> DataTable[Any]:
-        table: DataTable[Any] = DataTable(id=table_id, cursor_type="row")
+        table: DataTable[Any] = FittedTable(id=table_id, cursor_type="row")
         table.add_columns(*columns)
         self._tables[table_id] = table
         return table
@@ -139,7 +166,12 @@ class AgentScreen(TablesScreen):
         except HistoryError as exc:
             self.post_message(AgentStored(([], f"store: {one_line(exc, 160)}: live events only")))
             return
-        self.post_message(AgentStored(([FeedLine.of(env) for env in answer_envelopes(answer)], "")))
+        envelopes = answer_envelopes(answer)
+        try:
+            timed(envelopes, self.dash.history)
+        except HistoryError as exc:
+            self.log.warning(f"call durations not read: {exc}")  # the hook events' times stand
+        self.post_message(AgentStored(([FeedLine.of(env) for env in envelopes], "")))
 
     @on(AgentStored)
     def _stored_in(self, message: AgentStored) -> None:
@@ -217,14 +249,17 @@ class AgentScreen(TablesScreen):
             running = agent.tool_running_for(now)
             if agent.tool:
                 head.append(f" {agent.tool}" + (f" for {age(running)}" if running is not None else ""))
+            counts = (agent.tool_calls, agent.errors, agent.messages)
             facts = [
                 f"type {agent.agent_type}" if agent.agent_type else "",
                 f"team {agent.team}" if agent.team else "",
                 f"lead {agent.parent}" if agent.parent else "",
-                f"session {agent.session_id[:8]}" if agent.session_id else "",
+                f"session {short_id(agent.session_id)}" if agent.session_id else "",
                 f"scope {agent.scope}" if agent.scope not in (agent.team, agent.session_id) else "",
                 f"host {agent.host}" if agent.host else "",
-                f"{agent.tool_calls} calls · {agent.errors} errors · {agent.messages} messages",
+                " · ".join(
+                    counted(n, noun) for n, noun in zip(counts, ("call", "error", "message"), strict=True)
+                ),
             ]
             head.append("   " + " · ".join(f for f in facts if f), style="dim")
         if self.history_note:
@@ -265,7 +300,7 @@ class TeamScreen(TablesScreen):
             with Horizontal(id="team-lower"):
                 with Vertical(id="tasks-pane", classes="pane") as tasks:
                     tasks.border_title = "tasks"
-                    yield self._table("team-tasks", "#", "status", "subject", "by")
+                    yield self._table("team-tasks", "session", "#", "status", "subject", "by")
                 with Vertical(id="idle-pane", classes="pane") as idle:
                     idle.border_title = "idle teammates"
                     yield self._table("team-idle", "agent", "idle", "calls", "lead")
@@ -287,10 +322,13 @@ class TeamScreen(TablesScreen):
         tasks = team.tasks()
         idle = idle_teammates(roster)
         open_tasks = sum(1 for t in tasks if not t.done)
+        # The store's count of the window's tasks when the list holds fewer (the newest ones).
+        of = f" of {team.tasks_total:,}" if team.tasks_total > len(tasks) else ""
         self._show_head(
             Text(
                 f"team  {roster.total} agents · {sum(e.count for e in edges)} messages on "
-                f"{len(edges)} edges · {len(tasks)} tasks ({open_tasks} open) · {len(idle)} idle",
+                f"{len(edges)} edges · {counted(len(tasks), 'task')}{of} ({open_tasks} open) · "
+                f"{len(idle)} idle",
                 style="bold",
             )
         )
@@ -302,6 +340,7 @@ class TeamScreen(TablesScreen):
             self._tables["team-tasks"],
             [
                 (
+                    t.scope[:8],
                     t.task_id,
                     Text("done", style=pal.good) if t.done else Text("open", style=pal.status["running"]),
                     t.subject,

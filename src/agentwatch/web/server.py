@@ -44,6 +44,30 @@ SECURITY_HEADERS = {
 
 SIGN_IN = "Open the sign-in address `agentwatch web` printed when it started."
 
+# Added to textual-serve's page, in its head. Keys reach the dashboard without a click first: the
+# terminal takes them through xterm.js's hidden textarea, focused once it exists and again when the
+# window comes back. The activity sparklines stay in their cells: xterm.js's WebGL renderer drew
+# their block elements (▁▂▃▄▅▆▇█) as blocks running down across rows in Chromium; offered no WebGL
+# context, xterm.js draws the screen as rows of text (its DOM renderer), each glyph in its row.
+PAGE_SCRIPT = """<script>
+(() => {
+  const getContext = HTMLCanvasElement.prototype.getContext;
+  HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
+    return String(kind).startsWith("webgl") ? null : getContext.call(this, kind, ...rest);
+  };
+  const focus = () => {
+    const keys = document.querySelector(".xterm-helper-textarea");
+    if (keys && document.activeElement !== keys) keys.focus();
+    return keys !== null;
+  };
+  window.addEventListener("load", () => {
+    const timer = setInterval(() => focus() && clearInterval(timer), 100);
+  });
+  window.addEventListener("focus", focus);
+})();
+</script>
+"""
+
 
 def page(status: int, title: str, text: str) -> web.Response:
     """A short HTML page that says what happened and what to do."""
@@ -119,6 +143,13 @@ class DashboardServer(Server):
             "Close one and reload this page, or start `agentwatch web --max-sessions N` "
             "(AGENTWATCH_WEB_MAX_SESSIONS) for more.",
         )
+
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        """textual-serve's page, with PAGE_SCRIPT in its head."""
+        response = await super().handle_index(request)
+        if isinstance(response, web.Response) and response.text is not None:
+            response.text = response.text.replace("</head>", PAGE_SCRIPT + "</head>", 1)
+        return response
 
     async def handle_signin(self, request: web.Request) -> web.StreamResponse:
         if not token_matches(request.query.get("token", ""), self.token):
