@@ -137,6 +137,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
     total_query = queries.cost_total(since or queries.EPOCH, args.person, args.repo)
     rows = run_sql(query.sql, params=query.params).dicts()
     total = run_sql(total_query.sql, params=total_query.params).first()
+    if not rows and not total.get("api_calls") and (args.person or args.repo):
+        print("no API calls of that person or repository: `agentwatch cost --by person` lists people")
+        return 0
     if not rows and not total.get("api_calls"):
         print(_nothing(args, since, run_sql))
         return 0
@@ -187,7 +190,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="WHEN",
         help="only API calls since: 30m, 12h, 7d, 2w, today, or a date (UTC), from the start of that hour",
     )
-    cost.add_argument("--person", default="", help="only this person's API calls (as `--by person` shows it)")
-    cost.add_argument("--repo", default="", help="only this repository's API calls (host/owner/name)")
+    cost.add_argument(
+        "--person", default="", help="only this person's API calls or sessions (as `--by person` shows it)"
+    )
+    cost.add_argument(
+        "--repo", default="", help="only this repository's API calls or sessions (host/owner/name)"
+    )
     cost.add_argument("--limit", type=int, default=50, help="rows to list (default 50)")
     cost.set_defaults(func=cmd_cost)

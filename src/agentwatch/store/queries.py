@@ -272,11 +272,12 @@ SELECT
     dateDiff('millisecond', s.started, coalesce(s.ended, s.last_seen)) AS duration_ms,
     dateDiff('second', s.last_seen, now64(3)) AS seen_s, s.events AS events, s.tool_calls AS tool_calls,
     s.errors AS errors, s.prompts AS prompts, s.subagents AS subagents, s.outcome AS outcome,
-    cov.coverage_pct AS coverage_pct, cost.cost_usd AS cost_usd, cost.tokens AS tokens
+    cov.coverage_pct AS coverage_pct, cost.cost_usd AS cost_usd, cost.tokens AS tokens,
+    s.person AS person, s.repo AS repo, s.branch AS branch
 FROM
 (
     SELECT session_id, agent, team, host, started, ended, end_reason, last_seen, events, tool_calls, errors,
-        prompts, subagents, outcome
+        prompts, subagents, outcome, person, repo, branch
     FROM sessions
     WHERE session_id IN {ids}
 ) AS s
@@ -342,7 +343,8 @@ def session_details(ids: Sequence[str]) -> Query:
     """The sessions `ids` (newest_sessions' answer), newest first: the `sessions` view's columns,
     plus duration_ms (start to end, or to the latest event while not ended), seen_s (seconds since
     the latest event), coverage_pct (stored of numbered events, over its hosts; NULL where the hook
-    did not number them), and cost_usd and tokens (NULL: no usage read, or no price known)."""
+    did not number them), cost_usd and tokens (NULL: no usage read, or no price known), and its
+    person, repo and branch (its latest; '' where the hook did not say)."""
     return Query(_SESSION_DETAILS_SQL.format(ids="{ids:Array(String)}"), {"ids": [str(i) for i in ids]})
 
 
@@ -356,9 +358,9 @@ def active_sessions(window_s: int | None, limit: int = SESSIONS_LIMIT) -> Query:
 # --- cost ---------------------------------------------------------------------------------------
 
 COST_BY = ("session", "agent", "team", "model", "day", "harness", "person", "repo", "branch")
-# The groupings cost_by_owner (021_attribution.sql) answers, and so the ones a --person or --repo
-# filter applies to.
-OWNER_BY = ("person", "repo", "branch", "model", "day")
+# The groupings a --person or --repo filter applies to: those cost_by_owner (021_attribution.sql)
+# answers, and the sessions (session_costs says each one's person and repository).
+OWNER_BY = ("person", "repo", "branch", "model", "day", "session")
 EPOCH = "1970-01-01 00:00:00.000"
 # Sums over the cost_hourly rollup (009_rollups.sql): its rows are signed, so the sums are right
 # whatever was replaced, and a group whose every message was replaced has api_calls 0.
@@ -433,11 +435,16 @@ def cost(by: str, since: str = EPOCH, limit: int = 100, person: str = "", repo: 
         raise ValueError(f"--person and --repo group by one of {', '.join(OWNER_BY)}, not {by!r}")
     params = {"since": since, "limit": int(limit), "person": person, "repo": repo}
     if by == "session":
+        # Fixed texts, chosen by which filters are given; values are parameters.
+        owner = ("AND person = {person:String} " if person else "") + (
+            "AND repo = {repo:String} " if repo else ""
+        )
         return Query(
-            "SELECT session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens, "
+            "SELECT session_id, agent, team, api_calls, input_tokens, output_tokens, cache_read_tokens, "  # noqa: S608
             "cache_write_5m_tokens, cache_write_1h_tokens, cost_usd, unpriced_calls, claude_cost_usd, "
-            "models, last_at FROM session_costs WHERE last_at >= {since:DateTime64(3, 'UTC')} "
-            "AND api_calls > 0 ORDER BY last_at DESC LIMIT {limit:UInt32}",
+            "models, last_at, person, repo, branch FROM session_costs WHERE "
+            f"last_at >= {{since:DateTime64(3, 'UTC')}} AND api_calls > 0 {owner}"
+            "ORDER BY last_at DESC LIMIT {limit:UInt32}",
             params,
         )
     keys, group, order = _COST_GROUPS[by]

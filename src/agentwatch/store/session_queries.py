@@ -14,6 +14,7 @@ event until its merge, so each question here takes an id once (`LIMIT 1 BY id`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from agentwatch.store.queries import EPOCH, Query
@@ -214,6 +215,19 @@ def search(
     narrow += _owner(params, person, repo, "\n  ")
     # `narrow` is one of a few fixed texts; every value is a parameter.
     return Query(_SEARCH.format(narrow=narrow), params)
+
+
+# --- whose a session is -----------------------------------------------------------------------------
+
+
+def session_owners(ids: Sequence[str]) -> Query:
+    """The sessions `ids`' person, repo and branch: each one's latest (session_owner,
+    021_attribution.sql); a session the hook said nothing of is not in the answer."""
+    return Query(
+        "SELECT session_id, o.2 AS person, o.3 AS repo, o.4 AS branch FROM (SELECT session_id, "
+        "max(owner) AS o FROM session_owner WHERE session_id IN {ids:Array(String)} GROUP BY session_id)",
+        {"ids": [str(i) for i in ids]},
+    )
 
 
 # --- export ---------------------------------------------------------------------------------------

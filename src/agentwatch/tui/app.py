@@ -396,11 +396,16 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def _paint_roster(self) -> None:
         """Hand the ordered roster to the table: it formats only the rows on screen."""
-        # `agent:NAME` in the filter narrows the roster too (by name or team, as a substring).
+        # `agent:NAME` in the filter narrows the roster too (by name or team, as a substring), and
+        # `person:`, `repo:`, `branch:` by whose the agent's session is.
         now, state = self.clock(), self.state
         at = state.paused_at if state.paused else now  # paused: the order holds still
         self._roster_rows = state.roster.ordered(
-            state.sort, text=state.filter.agent, now=at, show_folded=state.show_folded
+            state.sort,
+            text=state.filter.agent,
+            now=at,
+            show_folded=state.show_folded,
+            owner=state.filter.owner,
         )
         self._main_query("#roster", Table).set_rows(self._roster_rows, self._roster_cells)
         title = roster_title(state.roster, now, state.show_folded)

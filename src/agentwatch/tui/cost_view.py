@@ -1,10 +1,10 @@
-"""The dashboard's cost view: the burn rate now, and what a window cost by agent, team, model and
-day and harness (Claude Code, Codex CLI, Gemini CLI), and its most expensive turns with their
-share, all from the store.
+"""The dashboard's cost view: the burn rate now, and what a window cost by agent, team, model,
+day, harness (Claude Code, Codex CLI, Gemini CLI), person, repository and branch, and its most
+expensive turns with their share, all from the store.
 
 Burn rate and turns: store/cost_queries.py; the groupings: store/queries.py's `cost` (the cost
-rollups, which `agentwatch cost` reads too). The window (w, or 1-4) is whole UTC hours like the
-CLI's --since.
+rollups, which `agentwatch cost --by ...` reads too: a tab shows what the command prints). The
+window (w) is whole UTC hours like the CLI's --since; n shows the next grouping's tab (g stays the search).
 """
 
 from __future__ import annotations
@@ -27,7 +27,15 @@ from agentwatch.tui.sources import HistorySource
 from agentwatch.tui.store_screen import StoreScreen, table
 
 WINDOWS = {"1h": 3600, "1d": 86_400, "7d": 7 * 86_400, "all": 0}
-GROUPS = ("agent", "team", "model", "day", "harness")
+GROUPS = ("agent", "team", "model", "day", "harness", "person", "repo", "branch")
+# The groupings whose rollup counts the sessions (as `agentwatch cost --by` shows them).
+WITH_SESSIONS = frozenset({"person", "repo", "branch"})
+# A tab's title, where it is not "By <grouping>".
+TITLES = {"repo": "By repository"}
+# What a grouping's key is called when it is empty: usage stored before the hook said whose it
+# was, or a session whose cwd was in no repository.
+EMPTY = {"team": "(none)", "model": "(unknown)", "person": "(unknown)", "repo": "(no repository)",
+         "branch": "(no branch)"}  # fmt: skip
 REFRESH_SECONDS = 10.0
 
 
@@ -47,27 +55,41 @@ def since_of(window: str, now: float) -> str:
     return at.strftime("%Y-%m-%d %H:00:00.000")
 
 
+def columns(by: str) -> tuple[str, ...]:
+    """A grouping's table columns: its key (and its sessions, where the rollup counts them), then
+    what `agentwatch cost --by` sums."""
+    key = {"repo": "repository"}.get(by, by)
+    return (key, *(("sessions",) if by in WITH_SESSIONS else ()), "API calls", "tokens", "cost")
+
+
 def group_cells(by: str, row: dict[str, Any]) -> tuple[Any, ...]:
-    key = {
-        "agent": f"{row.get('agent')}" + (f" ({row['team']})" if row.get("team") else ""),
-        "team": str(row.get("team") or "(none)"),
-        "model": str(row.get("model") or "(unknown)"),
-        "day": str(row.get("day") or ""),
-        "harness": str(row.get("harness") or CLAUDE_CODE),
-    }[by]
+    if by == "agent":
+        key = f"{row.get('agent')}" + (f" ({row['team']})" if row.get("team") else "")
+    elif by == "harness":
+        key = str(row.get("harness") or CLAUDE_CODE)
+    else:
+        key = str(row.get(by) or EMPTY.get(by, ""))
+    sessions = (f"{int(row.get('sessions') or 0):,}",) if by in WITH_SESSIONS else ()
     tokens = sum(int(row.get(k) or 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens",
                                                "cache_write_5m_tokens", "cache_write_1h_tokens"))  # fmt: skip
-    return (key, f"{int(row['api_calls']):,}", f"{tokens:,}", money(row.get("cost_usd"), tokens))
+    return (key, *sessions, f"{int(row['api_calls']):,}", f"{tokens:,}", money(row.get("cost_usd"), tokens))
 
 
 class CostScreen(StoreScreen):
-    """Burn rate now; cost by agent, team, model, day and harness; the most expensive turns."""
+    """Burn rate now; cost by agent, team, model, day, harness, person, repository and branch; the
+    most expensive turns."""
 
     HELP: ClassVar[str] = "Cost"  # its keys' title in the help
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding("w", "cycle_window", "Window", tooltip="1h, 1d, 7d, all, in turn"),
+        Binding(
+            "n",
+            "cycle_group",
+            "Grouping",
+            tooltip="the next tab: agent, team, ... person, repository, branch",
+        ),
         Binding("r", "reload", "Refresh"),
     ]
 
@@ -81,8 +103,8 @@ class CostScreen(StoreScreen):
         yield self.head
         with TabbedContent(id="cost-tabs"):
             for by in GROUPS:
-                with TabPane(f"By {by}", id=f"cost-{by}"):
-                    yield table(f"cost-by-{by}", by, "API calls", "tokens", "cost")
+                with TabPane(TITLES.get(by, f"By {by}"), id=f"cost-{by}"):
+                    yield table(f"cost-by-{by}", *columns(by))
             with TabPane("Top turns", id="cost-turns"):
                 yield table(
                     "cost-top-turns", "share", "cost", "tokens", "calls", "session", "agent", "prompt"
@@ -130,6 +152,12 @@ class CostScreen(StoreScreen):
         names = list(WINDOWS)
         self.window = names[(names.index(self.window) + 1) % len(names)]
         self.load()
+
+    def action_cycle_group(self) -> None:
+        tabs = self.query_one("#cost-tabs", TabbedContent)
+        panes = [f"cost-{by}" for by in GROUPS] + ["cost-turns"]
+        at = panes.index(tabs.active) if tabs.active in panes else -1
+        tabs.active = panes[(at + 1) % len(panes)]
 
     def action_reload(self) -> None:
         self.load()

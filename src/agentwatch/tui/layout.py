@@ -35,7 +35,8 @@ ABOUT = (
     "  state  working (a tool is running) · waiting (for permission) · thinking",
     "         idle (turn over) · stopped (session ended) · failed (API error)",
     "         lost (nothing from its session for 10 minutes, and no end)",
-    "Feed: one line per event, newest at the bottom. agent:NAME in its filter narrows the roster too.",
+    "Feed: one line per event, newest at the bottom. Its filter's agent:NAME,",
+    "  person:, repo:, branch: (repo:api branch:main) narrow the roster too.",
     "Filter (/): Enter applies it and returns to the feed; Escape clears it, Escape again leaves it.",
     f"The roster sits beside the feed on terminals of {SIDE_BY_SIDE_WIDTH} columns or more, above it on "
     f"narrower ones; below {COMPACT_WIDTH} columns it shows only {_COMPACT_NAMES}.",

@@ -29,7 +29,8 @@ FEED_MAX = 5000
 TIMELINE_MAX = 200
 _HEADLINE_KEYS = ("id", "timestamp", "event", "kind", "agent", "team", "peer", "session_id", "host",
                   "parent_agent", "agent_type", "tool_name", "tool_use_id", "text", "redacted",
-                  "truncated", "duration_ms", "seq", "harness", "harness_event")  # fmt: skip
+                  "truncated", "duration_ms", "seq", "harness", "harness_event", "person", "repo",
+                  "branch")  # fmt: skip
 _PLAIN = frozenset({str, int, float, bool})
 ERROR_KINDS = frozenset({"tool_error", "failure", "permission_denied"})
 CONVERSATION_KINDS = frozenset({"prompt", "response", "failure"})
@@ -121,7 +122,9 @@ BOOKKEEPING = frozenset(
 @dataclass(frozen=True)
 class FeedFilter:
     """What the feed shows: `agent:`, `event:` (an event or its kind, the normalised name or the
-    harness's own), `tool:`, `harness:` (claude, codex, gemini) and words of the text. The quiet
+    harness's own), `tool:`, `harness:` (claude, codex, gemini), `person:`, `repo:`, `branch:` (a
+    part of the session's person, repository or branch, case aside: `repo:api`), and words of the
+    text. `agent:`, `person:`, `repo:` and `branch:` narrow the roster too. The quiet
     events (harnesses.QUIET_EVENTS: a model request's start, a streamed chunk, ...) only when
     `event:` names them: they are in the store, not in a person's way."""
 
@@ -130,17 +133,23 @@ class FeedFilter:
     tool: str = ""
     text: str = ""
     harness: str = ""
+    person: str = ""
+    repo: str = ""
+    branch: str = ""
     bookkeeping: bool = False  # bookkeeping events shown
 
     @classmethod
     def parse(cls, value: str, bookkeeping: bool = False) -> FeedFilter:
-        """`agent:NAME tool:NAME event:KIND harness:NAME` and the other words as text."""
-        parts: dict[str, str] = {"agent": "", "tool": "", "event": "", "harness": ""}
+        """`agent:NAME tool:NAME event:KIND harness:NAME person:P repo:R branch:B` and the other
+        words as text."""
+        parts: dict[str, str] = dict.fromkeys(
+            ("agent", "tool", "event", "harness", "person", "repo", "branch"), ""
+        )
         words = []
         for word in value.split():
             key, sep, found = word.partition(":")
             if sep and key in parts:
-                parts[key] = found
+                parts[key] = found.lower() if key in OWNER_KEYS else found
             else:
                 words.append(word)
         return cls(**parts, text=" ".join(words), bookkeeping=bookkeeping)
@@ -156,7 +165,26 @@ class FeedFilter:
             and (not self.tool or line.tool == self.tool)
             and (not self.harness or harness_of(line) == (harness_named(self.harness) or self.harness))
             and (not self.text or self.text.lower() in f"{line.agent} {line.event} {line.text}".lower())
+            and (not (self.person or self.repo or self.branch) or owned(self.owner, line.envelope))
         )
+
+    @property
+    def owner(self) -> tuple[str, str, str]:
+        """The parts of a person, repository and branch asked for (lower case; '' for any)."""
+        return self.person, self.repo, self.branch
+
+
+# The filter's words that look in whose an event is (emitter/attribution.py's fields).
+OWNER_KEYS = ("person", "repo", "branch")
+
+
+def owned(wanted: tuple[str, str, str], have: Mapping[str, Any]) -> bool:
+    """Whether `have` (an envelope, or an agent's fields) has each asked part (lower case) in its
+    person, repository and branch."""
+    return all(
+        not part or part in str(have.get(key) or "").lower()
+        for part, key in zip(wanted, OWNER_KEYS, strict=True)
+    )
 
 
 def harness_of(line: FeedLine) -> str:

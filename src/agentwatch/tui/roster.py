@@ -40,6 +40,7 @@ from agentwatch.tui.model import (
     FeedLine,
     envelope_time,
     headline_of,
+    owned,
 )
 
 # Agents kept at most: a long run spawns subagent after subagent. Folded ones go first.
@@ -61,6 +62,10 @@ class Agent:
     session_id: str = ""
     # Who runs it (claude-code, codex, gemini-cli), from its events ('' until one was seen).
     harness: str = ""
+    # Whose it is, where, on which branch: its session's (emitter/attribution.py), '' until known.
+    person: str = ""
+    repo: str = ""
+    branch: str = ""
     # A teammate (not a one-off subagent): it went idle as one, or it sent a message.
     teammate: bool = False
     # The state machine's state (agentwatch.agents), from the latest state event: its (time in ms,
@@ -126,7 +131,8 @@ def _mark(env: Mapping[str, Any], at: float) -> tuple[int, str]:
 
 
 _DESCRIBED = (("team", "team"), ("parent", "parent_agent"), ("agent_type", "agent_type"),
-              ("session_id", "session_id"), ("harness", "harness"))  # fmt: skip
+              ("session_id", "session_id"), ("harness", "harness"), ("person", "person"),
+              ("repo", "repo"), ("branch", "branch"))  # fmt: skip
 
 
 class Roster:
@@ -262,6 +268,9 @@ class Roster:
                 parent=str(row.get("parent_agent") or ""),
                 agent_type=str(row.get("agent_type") or ""),
                 session_id=str(row.get("session_id") or ""),
+                person=str(row.get("person") or ""),
+                repo=str(row.get("repo") or ""),
+                branch=str(row.get("branch") or ""),
                 teammate=bool(row.get("messages_sent")) or (before is not None and before.teammate),
                 last_seen=seconds(row.get("last_seen")),
                 events=int(row.get("events") or 0),
@@ -270,6 +279,10 @@ class Roster:
                 messages=int(row.get("messages_sent") or 0),
             )
             if before is not None:
+                # Whose it is, as live events said, where the store does not say (yet).
+                agent.person = agent.person or before.person
+                agent.repo = agent.repo or before.repo
+                agent.branch = agent.branch or before.branch
                 agent.activity, agent.timeline, agent._bucket, agent.harness = (
                     before.activity,
                     before.timeline,
@@ -330,16 +343,23 @@ class Roster:
         return list(self._agents.values())
 
     def ordered(
-        self, key: str = "state", text: str = "", now: float | None = None, show_folded: bool = False
+        self,
+        key: str = "state",
+        text: str = "",
+        now: float | None = None,
+        show_folded: bool = False,
+        owner: tuple[str, str, str] = ("", "", ""),
     ) -> list[tuple[int, Agent]]:
         """(depth, agent) rows: live agents before stopped and lost ones, leads sorted by `key`, each
-        followed by its subagents and teammates; folded agents only with `show_folded`."""
+        followed by its subagents and teammates; folded agents only with `show_folded`; with `owner`
+        (parts of a person, repository and branch, lower case), only the agents whose are those."""
         needle = text.lower()
         agents = [
             a
             for a in self._agents.values()
             if (not needle or needle in f"{a.name} {a.team} {a.tool}".lower())
             and (show_folded or now is None or not self.folded(a, now))
+            and (not any(owner) or owned(owner, {"person": a.person, "repo": a.repo, "branch": a.branch}))
         ]
         sort_keys: dict[str, Callable[[Agent], tuple[Any, ...]]] = {
             "state": lambda a: (STATE_ORDER.get(a.state, 9), -a.last_seen),

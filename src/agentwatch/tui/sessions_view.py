@@ -2,8 +2,10 @@
 
 Read as the tools view reads its sessions (store/queries.py: the newest ids from the sessions
 rollup, then their rows with coverage and cost), with each session's number of agents beside
-(store/session_queries.py). The filter narrows the rows on screen by session, agent, harness, team, host
-or outcome.
+(store/session_queries.py), and whose it is: the person, repository and branch the hook learnt from
+git (emitter/attribution.py). The filter narrows the rows on screen: each word is looked for in
+every column it names (session, agent, harness, team, person, repository, branch, host, outcome);
+`person:`, `repo:`, `branch:` (or another column's name and a colon) look in that column alone.
 """
 
 from __future__ import annotations
@@ -24,8 +26,13 @@ from agentwatch.tui.sources import HistorySource
 from agentwatch.tui.store_screen import StoreScreen, table
 
 SESSIONS_MAX = 500
-COLUMNS = ("started (UTC)", "session", "agent", "agents", "harness", "team", "host", "took", "events",
-           "calls", "err", "cost", "cover", "outcome")  # fmt: skip
+COLUMNS = ("started (UTC)", "session", "agent", "agents", "harness", "team", "person", "repository",
+           "branch", "host", "took", "events", "calls", "err", "cost", "cover", "outcome")  # fmt: skip
+# What the filter looks in: a word in every one of these, `name:word` in that one alone.
+FILTERED = {"session": "session_id", "agent": "agent", "harness": "harnesses", "team": "team",
+            "person": "person", "repo": "repo", "branch": "branch", "host": "host",
+            "outcome": "outcome"}  # fmt: skip
+FILTER_HINT = "filter: session, agent, harness, team, person, repo, branch, host, outcome (repo:NAME ...)"
 
 
 def session_row(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -39,6 +46,9 @@ def session_row(row: dict[str, Any]) -> tuple[Any, ...]:
         str(row.get("agents") or 1),
         "+".join(SHORT.get(h, h) for h in row.get("harnesses") or [CLAUDE_CODE]),
         str(row.get("team") or ""),
+        str(row.get("person") or ""),
+        str(row.get("repo") or ""),
+        str(row.get("branch") or ""),
         str(row.get("host") or ""),
         duration(row.get("duration_ms")),
         str(row.get("events") or 0),
@@ -50,6 +60,18 @@ def session_row(row: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+def matches(row: dict[str, Any], text: str) -> bool:
+    """Whether the session's row has every word of the filter `text` (case aside): `name:word` in
+    the column FILTERED names, another word in any of them."""
+    for word in text.lower().split():
+        name, sep, found = word.partition(":")
+        keys = [FILTERED[name]] if sep and name in FILTERED else list(FILTERED.values())
+        needle = found if sep and name in FILTERED else word
+        if not any(needle in str(row.get(k) or "").lower() for k in keys):
+            return False
+    return True
+
+
 class SessionsScreen(StoreScreen):
     """Every session, newest first; a filter; Enter: the session's page."""
 
@@ -58,7 +80,10 @@ class SessionsScreen(StoreScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding(
-            "slash", "focus_filter", "Filter", tooltip="by session, agent, harness, team, host or outcome"
+            "slash",
+            "focus_filter",
+            "Filter",
+            tooltip="by session, agent, harness, team, person, repo, branch, host",
         ),
         Binding("r", "reload", "Refresh"),
     ]
@@ -72,9 +97,7 @@ class SessionsScreen(StoreScreen):
 
     def compose(self) -> ComposeResult:
         yield self.head
-        yield Input(
-            placeholder="filter: session, agent, harness, team, host or outcome", id="sessions-filter"
-        )
+        yield Input(placeholder=FILTER_HINT, id="sessions-filter")
         yield table("sessions-table", *COLUMNS)
         yield Footer()
 
@@ -104,11 +127,7 @@ class SessionsScreen(StoreScreen):
         self.paint()
 
     def paint(self) -> None:
-        words = self.text.lower().split()
-        keys = ("session_id", "agent", "harnesses", "team", "host", "outcome")
-        self.shown = [
-            r for r in self.rows if all(any(w in str(r.get(k) or "").lower() for k in keys) for w in words)
-        ]
+        self.shown = [r for r in self.rows if matches(r, self.text)]
         refill(self.query_one("#sessions-table", DataTable), [session_row(r) for r in self.shown])
         head = Text(f"sessions  {len(self.rows)} in the store", style="bold")
         if len(self.shown) != len(self.rows):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentwatch.store import live_roster, queries
+from agentwatch.store import live_roster, queries, session_queries
 from agentwatch.tui.roster import Roster, Unconfirmed
 from agentwatch.tui.sources import HistorySource
 from agentwatch.tui.team import TASKS_MAX, Team
@@ -72,6 +72,7 @@ def read(
     if since is not None and now_mark == since:
         return None
     window = live_roster.read(lambda q: history.query(*q), roster_limit, lost_after_s)
+    owned(history, window.roster)
     truth = Truth(
         roster=window.roster,
         agents_total=window.agents_total,
@@ -89,6 +90,19 @@ def read(
     if asked:
         truth.stored = {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
     return truth
+
+
+def owned(history: HistorySource, roster: list[dict[str, Any]]) -> None:
+    """Each roster row with its session's person, repo and branch (what the roster's `person:`,
+    `repo:` and `branch:` filter looks in)."""
+    ids = sorted({str(r["session_id"]) for r in roster if r.get("session_id")})
+    if not ids:
+        return
+    owners = {str(r["session_id"]): r for r in history.query(*session_queries.session_owners(ids)).dicts()}
+    for row in roster:
+        found = owners.get(str(row.get("session_id") or ""))
+        if found is not None:
+            row.update(person=found["person"], repo=found["repo"], branch=found["branch"])
 
 
 def take(answer: Truth, roster: Roster, team: Team, unconfirmed: Unconfirmed) -> None:
