@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Iterable
+from typing import Any
 
 
 def human_bytes(n: float) -> str:
@@ -180,3 +181,20 @@ def tool_counts(tools: Iterable[str]) -> str:
     for tool in tools:
         counts[tool] = counts.get(tool, 0) + 1
     return ", ".join(f"{tool} ×{n}" if n > 1 else tool for tool, n in counts.items())
+
+
+HOST_COLUMNS = ("HOST", "LINK", "LAST EVENT", "EVENTS 1H", "BACKLOG", "OLDEST WAITING", "SPOOL", "VERSIONS")
+
+
+def host_cells(row: dict[str, Any], now: float) -> tuple[str, ...]:
+    """One host of `agentwatch hosts --json` as the cells of HOST_COLUMNS (the command's table and
+    the dashboard's hosts view): a cut link with how long since the last contact, a backlog as of
+    that contact as `>=N`."""
+    link = row["link"] if row["link"] == "up" else f"cut {age(row['last_contact_s'], 'never')}"
+    measured = row["backlog_measured"] or row["link"] == "up"
+    backlog = f"{row['backlog']:,}" if measured else f">={row['backlog']:,}"
+    spool = "-" if row["spool_bytes"] is None else human_bytes(row["spool_bytes"])
+    versions = " ".join(x for x in (f"agentwatch {row['version'] or '?'}", row["harnesses"]) if x)
+    last = "-" if row["last_event"] is None else f"{age(now - row['last_event'])} ago"
+    oldest = age(row["oldest_waiting_s"])
+    return (str(row["host"]), link, last, f"{row['events_1h']:,}", backlog, oldest, spool, versions)

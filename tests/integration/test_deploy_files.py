@@ -1,5 +1,7 @@
 """deploy/: the files are checked by parsing them, since no container engine runs here.
 
+- compose-host.yaml: an agent host, `agentwatch up` in host mode (the hub's URL and the host's
+  name from the environment), no store, on the machine's network and the user's data dir;
 - compose.yaml: the services, two stores on one durable, a health check on each, exact image
   versions each with its reason, loopback-only ports, declared volumes, passwords only as ${VAR};
 - Dockerfile: pinned base, non-root numeric USER, `.[consumers]` without dev, no secret in ARG/ENV;
@@ -28,6 +30,7 @@ from tests.conftest import ROOT
 
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
+HOST_COMPOSE = DEPLOY / "compose-host.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile"
 USERS_XML = DEPLOY / "clickhouse" / "users.d" / "agentwatch.xml"
 CONFIG_XML = DEPLOY / "clickhouse" / "config.d" / "agentwatch.xml"
@@ -179,6 +182,57 @@ def test_compose_has_no_secret_in_clear(compose: dict[str, Any]) -> None:
             assert VAR_REF.match(match.group(2)), f"{path}: a literal password in a URL"
             checked += 1
     assert checked >= 5
+
+
+# --- compose-host.yaml ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def host_compose() -> dict[str, Any]:
+    data = yaml.safe_load(HOST_COMPOSE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_host_compose_runs_host_mode_from_the_environment(host_compose: dict[str, Any]) -> None:
+    found = services(host_compose)
+    assert set(found) == {"host"}  # no store, no ClickHouse, no bus of its own but up's
+    host = found["host"]
+    assert host["command"] == ["up"]  # host mode by AGENTWATCH_HUB_URL, the password off the command line
+    env = host["environment"]
+    for name in ("AGENTWATCH_HUB_URL", "AGENTWATCH_HOST"):
+        assert env[name].startswith("${" + name + ":?"), name
+        assert VAR_REF.match(env[name]), name
+    assert "AGENTWATCH_NATS_URL" not in env  # the bundled bus on its default local URL
+    assert "AGENTWATCH_CLICKHOUSE_URL" not in env
+    assert host["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
+    assert (DEPLOY / host["build"]["context"] / host["build"]["dockerfile"]).resolve() == DOCKERFILE
+
+
+def test_host_compose_shares_the_hooks_bus_and_data_dir(host_compose: dict[str, Any]) -> None:
+    host = services(host_compose)["host"]
+    # The hook runs outside the container: it reaches the bus at 127.0.0.1:4222 and reads its
+    # login from the user's data dir, as that user.
+    assert host["network_mode"] == "host"
+    assert "ports" not in host
+    mounts = {v.rsplit(":", 1)[1]: v.rsplit(":", 1)[0] for v in host["volumes"]}
+    assert host["environment"]["AGENTWATCH_DATA_DIR"] in mounts
+    assert mounts[host["environment"]["AGENTWATCH_DATA_DIR"]].endswith(".local/share/agentwatch}")
+    user = re.fullmatch(r"(\$\{[^}]*\}):(\$\{[^}]*\})", host["user"])  # the data dir's owner
+    assert user, host["user"]
+    assert all(VAR_REF.match(part) for part in user.groups())
+    assert " ".join(host["healthcheck"]["test"]).count("4222") == 1
+    assert host["stop_signal"] == "SIGTERM"
+    assert host["read_only"] is True
+    assert host["cap_drop"] == ["ALL"]
+
+
+def test_host_compose_has_no_secret_in_clear(host_compose: dict[str, Any]) -> None:
+    text = HOST_COMPOSE.read_text(encoding="utf-8")
+    for path, value in _strings(host_compose):
+        assert not URL_USERINFO.search(value), f"{path}: a literal password in a URL"
+        assert "nats-leaf://" not in value, f"{path}: the hub's URL belongs in the environment"
+    assert "AGENTWATCH_HUB_URL=nats-leaf://leaf:<" in text  # the comment says what to set, no password
 
 
 # --- Dockerfile -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentwatch import config
 from agentwatch.cli.errors import CliError, require
-from agentwatch.format import age, human_bytes
+from agentwatch.format import HOST_COLUMNS, host_cells
 
 HOST_SQL = (
     "SELECT host, toUnixTimestamp64Milli(max(timestamp)) / 1000 AS last, "
@@ -89,17 +89,8 @@ def host_rows(environ: dict[str, str]) -> list[dict[str, Any]]:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     now = time.time()
-    head = ("HOST", "LINK", "LAST EVENT", "EVENTS 1H", "BACKLOG", "OLDEST WAITING", "SPOOL", "VERSIONS")
-    lines = [head]
-    for r in rows:
-        link = r["link"] if r["link"] == "up" else f"cut {age(r['last_contact_s'], 'never')}"
-        backlog = f"{r['backlog']:,}" if r["backlog_measured"] or r["link"] == "up" else f">={r['backlog']:,}"
-        spool = "-" if r["spool_bytes"] is None else human_bytes(r["spool_bytes"])
-        versions = " ".join(x for x in (f"agentwatch {r['version'] or '?'}", r["harnesses"]) if x)
-        last = "-" if r["last_event"] is None else f"{age(now - r['last_event'])} ago"
-        oldest = age(r["oldest_waiting_s"])
-        lines.append((r["host"], link, last, f"{r['events_1h']:,}", backlog, oldest, spool, versions))
-    widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
+    lines = [HOST_COLUMNS, *(host_cells(r, now) for r in rows)]
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(HOST_COLUMNS))]
     return "\n".join(
         "  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
     )

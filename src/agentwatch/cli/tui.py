@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from agentwatch.cli.errors import missing_extra, require
 
@@ -28,6 +29,7 @@ def open_dashboard(environ: Mapping[str, str] = os.environ) -> int:
         theme=environ.get("AGENTWATCH_THEME", "").strip() or None,
         lost_after_s=lost_after_s(environ),
     )
+    app.hosts = lambda: _host_rows(environ)
     if sys.platform != "win32":  # Textual's drivers there are others
         from agentwatch.tui.drivers import ending_driver
 
@@ -37,6 +39,13 @@ def open_dashboard(environ: Mapping[str, str] = os.environ) -> int:
     finally:
         history.close()
     return app.return_code or 0
+
+
+def _host_rows(environ: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The hosts view's rows: `agentwatch hosts --json`'s (asked of the bus and the store)."""
+    from agentwatch.cli.hosts import host_rows
+
+    return host_rows(dict(environ))
 
 
 def cmd_tui(_args: argparse.Namespace) -> int:

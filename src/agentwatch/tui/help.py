@@ -35,6 +35,7 @@ def other_screens() -> list[type[Helped]]:
     the help is first asked for: most are opened rarely)."""
     from agentwatch.tui.alerts_view import AlertsScreen
     from agentwatch.tui.cost_view import CostScreen
+    from agentwatch.tui.hosts_view import HostsScreen
     from agentwatch.tui.replay import ReplayScreen
     from agentwatch.tui.search_view import SearchScreen
     from agentwatch.tui.session_page import SessionScreen
@@ -43,7 +44,7 @@ def other_screens() -> list[type[Helped]]:
     from agentwatch.tui.views import AgentScreen, TeamScreen
 
     return [AgentScreen, TeamScreen, AlertsScreen, ToolsScreen, SessionsScreen, SessionScreen, ReplayScreen,
-            SearchScreen, CostScreen]  # fmt: skip
+            SearchScreen, CostScreen, HostsScreen]  # fmt: skip
 
 
 def described(app: App[Any], bindings: Iterable[BindingType]) -> list[tuple[str, Binding]]:
