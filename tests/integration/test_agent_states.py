@@ -48,9 +48,11 @@ def test_every_state_event_has_one_meaning() -> None:
     )
 
 
-def sessions() -> list[tuple[str, list[dict[str, Any]]]]:
-    """(name, envelopes) of every fixture session and of two demo runs, each stamped a millisecond
-    apart from a minute ago (recent: no agent is lost)."""
+Steps = list[tuple[dict[str, Any], dict[str, str]]]
+
+
+def sessions() -> list[tuple[str, Steps]]:
+    """(name, hook payloads and environments) of every fixture session and of two demo runs."""
     played: list[tuple[str, list[tuple[dict[str, Any], dict[str, str]]]]] = [
         ("claude-code captures", [(r["payload"], r.get("hook_env", {})) for r in load_fixture_file(CAPTURES)])
     ]
@@ -65,19 +67,22 @@ def sessions() -> list[tuple[str, list[dict[str, Any]]]]:
         demo = TeamSimulator(seed, teammates=3)
         payloads = [(p, demo.environ) for _, p in itertools.islice(demo.events(), 400)]
         played.append((f"demo seed {seed}", payloads))
-    out = []
+    return played
+
+
+def stamped(name: str, steps: Steps) -> list[dict[str, Any]]:
+    """The session's envelopes through the hook's code, stamped a millisecond apart from a minute
+    ago, when the test runs (recent: no agent is lost, however late in a long run it comes)."""
+    envelopes: list[dict[str, Any]] = []
     start = time.time() - 60
-    for name, steps in played:
-        envelopes: list[dict[str, Any]] = []
-        harness = {"codex captures": "codex", "gemini captures": "gemini-cli"}.get(name, "")
-        track = in_memory()
-        for payload, environ in steps:
-            at = start + len(envelopes) / 1000
-            raw = json.dumps(payload).encode()
-            made = envelopes_from_stdin(raw, environ, host="h1", now=at, harness=harness, track=track)
-            envelopes += [env for _, env in made]
-        out.append((name, envelopes))
-    return out
+    harness = {"codex captures": "codex", "gemini captures": "gemini-cli"}.get(name, "")
+    track = in_memory()
+    for payload, environ in steps:
+        at = start + len(envelopes) / 1000
+        raw = json.dumps(payload).encode()
+        made = envelopes_from_stdin(raw, environ, host="h1", now=at, harness=harness, track=track)
+        envelopes += [env for _, env in made]
+    return envelopes
 
 
 # The state of each event's agent right after it, by the SQL the `agents` view is generated from
@@ -116,12 +121,11 @@ def roster_as_view(roster: Roster) -> list[tuple[Any, ...]]:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize(("name", "envelopes"), sessions(), ids=lambda v: v if isinstance(v, str) else "")
-def test_python_and_sql_agree_after_every_event(
-    chdb_database: Client, name: str, envelopes: list[dict[str, Any]]
-) -> None:
+@pytest.mark.parametrize(("name", "steps"), sessions(), ids=lambda v: v if isinstance(v, str) else "")
+def test_python_and_sql_agree_after_every_event(chdb_database: Client, name: str, steps: Steps) -> None:
     """Python after each event against the generated SQL after each event; and the `agents` view
     itself against the roster at five points of the session, the store filled batch by batch."""
+    envelopes = stamped(name, steps)
     apply_migrations(chdb_database)
     roster = Roster(max_agents=10_000)
     python: dict[str, str] = {}
