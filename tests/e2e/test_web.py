@@ -189,6 +189,14 @@ def rss_kib(pids: set[int]) -> int:
     return total
 
 
+def back_to_main(page: Any) -> None:
+    """Escape, then a pause before the next key: a terminal's ESC followed at once by a key reads as
+    Alt and that key (the help stayed up, and `c` never reached the app). The screen has no text
+    of its own to wait for: the help's list names every key of the main screen."""
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(600)
+
+
 class Screen:
     """What one tab's websocket brought: the terminal output as text, ANSI sequences removed."""
 
@@ -237,13 +245,13 @@ def test_the_dashboard_in_a_real_browser(web: Web, tmp_path: Path) -> None:
             mark = len(screen.text())
             page.keyboard.press("h")
             screen.wait_for(page, lambda t: "Tools and history" in t[mark:], "the tools view after `h`")
-            page.keyboard.press("Escape")
+            back_to_main(page)
             mark = len(screen.text())
             page.keyboard.press("?")
             screen.wait_for(
                 page, lambda t: "Live view" in t[mark:] and "this help" in t[mark:], "the help after `?`"
             )
-            page.keyboard.press("Escape")
+            back_to_main(page)
             mark = len(screen.text())
             page.keyboard.press("c")  # the head (burn rate, window) above the tabs
             screen.wait_for(page, lambda t: "burning" in t[mark:] and "By agent" in t[mark:], "the cost head")

@@ -12,7 +12,7 @@ from agentwatch.consumers.rulebook import DEFAULTS, NAMES, Rules, RulesError, de
 
 
 def test_every_rule_is_in_the_registry_once_by_its_own_name() -> None:
-    assert list(DEFAULTS) == list(NAMES) and len(set(NAMES)) == len(NAMES) == 8
+    assert list(DEFAULTS) == list(NAMES) and len(set(NAMES)) == len(NAMES) == 9
     assert all(DEFAULTS[name].name == name for name in NAMES)
     with pytest.raises(KeyError):
         DEFAULTS["nope"]
