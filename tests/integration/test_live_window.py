@@ -130,9 +130,15 @@ def test_the_roster_costs_and_edges_read_the_window_not_the_history(chdb_databas
     # The edges of the window's hours (from the hour of its oldest scope's latest activity): the
     # live message, and the old ones of that hour and later, not those of the history before.
     edges = ask(chdb_database, queries.window_edges(roster_limit=5))
-    start = min(r["scope_last_seen"] for r in ask(chdb_database, queries.roster(5))).replace(
-        minute=0, second=0, microsecond=0
+    # The window's first hour: that of the newest 4 x 5 rows of scope_hours (at least the hour of
+    # the oldest of the roster's 5 scopes; one more when that hour holds fewer than 20 scopes).
+    (first,) = ask(
+        chdb_database,
+        queries.Query(f"SELECT {live_window.WINDOW_START} AS start", {"limit": 5, "lost_after_s": 600}),
     )
+    start = first["start"]
+    oldest = min(r["scope_last_seen"] for r in ask(chdb_database, queries.roster(5)))
+    assert start <= oldest.replace(tzinfo=start.tzinfo) and oldest.timestamp() - start.timestamp() < 2 * 3600
     since = queries.Query(
         "SELECT count() AS n FROM messages FINAL "
         "WHERE from_agent = 'sub' AND timestamp >= {start:DateTime64(3, 'UTC')}",
