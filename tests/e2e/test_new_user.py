@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -219,7 +220,9 @@ def test_up_knows_the_store_holds_events(pipeline: tuple[dict[str, str], Service
     finally:
         again.stop()
     banner = "".join(again.lines)
-    assert f"events:      {held:,} stored already" in banner, banner
+    # At least what SQL counted before the stop: the first `up` may store what was still in flight.
+    said = re.search(r"events:\s+([\d,]+) stored already", banner)
+    assert said is not None and int(said.group(1).replace(",", "")) >= held > 0, banner
     assert "register the hook" not in banner
 
 
