@@ -200,28 +200,20 @@ def _usage_only(
 ) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Per agent with token usage and no event: its newest cost row's identity (the rollup's
     argMax by time), its first and last API message, if it made any call."""
-    out: dict[tuple[str, str, str], dict[str, Any]] = {}
-    calls: dict[tuple[str, str, str], int] = {}
+    rows: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in cost_rows:
         key = (r["host"], r["scope"], r["agent"])
-        if key in keyed:
+        if key not in keyed:
+            rows.setdefault(key, []).append(r)
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for key, mine in rows.items():
+        timed = [r for r in mine if r["last_at"] is not None]
+        if not timed or sum(int(r["api_calls"]) for r in mine) <= 0:
             continue
-        calls[key] = calls.get(key, 0) + int(r["api_calls"])
-        if r["last_at"] is None:
-            continue
-        have = out.get(key)
-        if have is None:
-            out[key] = dict(r)
-            continue
-        newest = r if seconds(r["last_at"]) > seconds(have["last_at"]) else have
-        firsts = [seconds(x["first_at"]) for x in (r, have) if x["first_at"] is not None]
-        out[key] = {**newest, "first_at": _earliest(r, have) if firsts else None}
-    return {k: v for k, v in out.items() if calls.get(k, 0) > 0}
-
-
-def _earliest(a: Mapping[str, Any], b: Mapping[str, Any]) -> Any:
-    times = [x["first_at"] for x in (a, b) if x["first_at"] is not None]
-    return min(times, key=seconds)
+        firsts = [r["first_at"] for r in timed if r["first_at"] is not None]
+        newest = max(timed, key=lambda r: seconds(r["last_at"]))
+        out[key] = {**newest, "first_at": min(firsts, key=seconds) if firsts else None}
+    return out
 
 
 def _price(calls: int, priced: float, unpriced: int) -> float | None:
