@@ -130,6 +130,8 @@ def test_every_attribute_name_is_the_conventions_or_agentwatchs(
         (a["gen_ai.provider.name"], r) for a in chats for r in a.get("gen_ai.response.finish_reasons", ())
     }
     assert ("gcp.gemini", "STOP") in reasons, reasons  # (Gemini's, from its AfterModel hook)
+    # Claude Code's, from its transcripts' messages: the turn's last says end_turn, the others tool_use
+    assert {("anthropic", "end_turn"), ("anthropic", "tool_use")} <= reasons, reasons
 
 
 def test_without_content_no_prompt_or_tool_io_is_in_any_attribute(bodies: list[tuple[str, bytes]]) -> None:

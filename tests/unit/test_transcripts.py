@@ -16,6 +16,7 @@ from agentwatch.emitter import transcripts
 from agentwatch.emitter.transcripts import epoch_ms, read_transcript
 from agentwatch.emitter.usage import (
     Offsets,
+    Source,
     cost_envelope,
     event_sources,
     hook_usage,
@@ -135,6 +136,22 @@ def test_the_line_with_the_largest_usage_wins_not_the_first(tmp_path: Path) -> N
     assert reading.usage["m1"].output == 250
     assert reading.usage["m1"].request_id == "req-m1"
     assert (reading.usage["m1"].cache_5m, reading.usage["m1"].cache_1h) == (20, 10)
+
+
+WHO = {"agent": "main-s", "team": "", "parent_agent": "", "agent_id": "", "agent_type": "",
+       "session_id": "s", "host": "h", "cwd": "/proj"}  # fmt: skip
+
+
+def test_each_message_keeps_its_stop_reason_even_when_its_largest_line_lacks_it(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    lines = [assistant("m1", 1), assistant("m1", 250), assistant("m2", 5)]
+    lines[0]["message"]["stop_reason"] = "tool_use"
+    lines[2]["message"]["stop_reason"] = "end_turn"
+    write_lines(path, lines)
+    reading = read_transcript(str(path))
+    assert {m: u.stop_reason for m, u in reading.usage.items()} == {"m1": "tool_use", "m2": "end_turn"}
+    envelopes = [e for _, e in reading_envelopes(reading, Source(str(path), WHO))]
+    assert [e["stop_reason"] for e in envelopes if e.get("message_id")] == ["tool_use", "end_turn"]
 
 
 def test_spaced_json_and_nested_assistant_objects(tmp_path: Path) -> None:

@@ -426,7 +426,7 @@ class Tracer:
             attrs["gen_ai.usage.reasoning.output_tokens"] = counts["reasoning_tokens"]
         if env.get("message_id"):
             attrs["gen_ai.response.id"] = str(env["message_id"])
-        reason = env.get("stop_reason")  # (Claude Code's transcripts say it per message)
+        reason = env.get("stop_reason")  # Claude Code's transcripts say it per message
         if not (isinstance(reason, str) and reason) and self.reasons:
             output = counts["output_tokens"] - counts["reasoning_tokens"]
             reason = self.reasons.pop((s.session_id, counts["input_tokens"] + read, output), "")

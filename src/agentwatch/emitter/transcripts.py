@@ -48,7 +48,7 @@ class Usage:
     __slots__ = (
         "agent_id", "cache_1h", "cache_5m", "cache_read", "cache_write", "cwd", "harness", "input",
         "message_id", "model", "output", "reasoning", "request_id", "service_tier", "session_id",
-        "sidechain", "speed", "timestamp",
+        "sidechain", "speed", "stop_reason", "timestamp",
     )  # fmt: skip
 
     def __init__(self, line: dict[str, Any], message: dict[str, Any], usage: dict[str, Any]) -> None:
@@ -77,6 +77,7 @@ class Usage:
             self.cache_5m = self.cache_write
         self.speed = _str(usage.get("speed"))
         self.service_tier = _str(usage.get("service_tier"))
+        self.stop_reason = _str(message.get("stop_reason"))  # end_turn, tool_use, max_tokens, ...
 
     @classmethod
     def of(cls, harness: str, message_id: str, request_id: str, model: str, timestamp: str,
@@ -255,6 +256,7 @@ def _take_assistant(
             return False
         reading.usage[record.message_id] = record
     elif record.total >= seen.total:
+        record.stop_reason = record.stop_reason or seen.stop_reason  # (a streamed line may lack it)
         reading.usage[record.message_id] = record
     return True
 
