@@ -29,14 +29,13 @@ from agentwatch.format import money
 from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.writes import insert_batch
 from agentwatch.tui.app import AgentwatchApp
-from agentwatch.tui.cost_view import CostScreen
 from agentwatch.tui.search_view import SearchScreen
 from agentwatch.tui.sessions_view import SessionsScreen
 from tests.conftest import transcript_sessions
 from tests.integration.test_cost_store import store_bodies
 from tests.transcript_hooks import hook_events
 from tests.tui.test_tui_app import FakeLive
-from tests.tui.test_tui_sessions import EngineHistory, cells, sql, until
+from tests.tui.test_tui_sessions import EngineHistory, cells, open_cost_view, sql, until
 
 REPOS = {
     # name: (origin, user.email, branch)
@@ -113,20 +112,6 @@ def cli_table(
     rows = lines[2 : lines.index("")]  # after the header and its rule, up to the totals
     split = ([c.strip() for c in line.split("  ") if c.strip()] for line in rows)
     return {cells[0]: cells for cells in split}
-
-
-async def open_cost_view(pilot: Any) -> CostScreen:
-    """c, then w until the window is all time."""
-    app = pilot.app
-    await pilot.press("c")
-    await until(pilot, lambda: isinstance(app.screen, CostScreen) and app.screen.loaded, "cost view")
-    view = app.screen
-    assert isinstance(view, CostScreen)
-    while view.window != "all":
-        view.loaded = False
-        await pilot.press("w")
-        await until(pilot, lambda: view.loaded, "cost view, next window")
-    return view
 
 
 async def test_the_cost_tabs_equal_the_cost_command_and_sql(

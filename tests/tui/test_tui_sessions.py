@@ -27,6 +27,7 @@ from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.queries import run_query
 from agentwatch.store.writes import insert_batch
 from agentwatch.tui.app import AgentwatchApp
+from agentwatch.tui.cost_view import CostScreen
 from agentwatch.tui.replay import SPEEDS, ReplayScreen
 from agentwatch.tui.search_view import SearchScreen
 from agentwatch.tui.session_page import SessionScreen
@@ -125,6 +126,20 @@ async def until(pilot: Any, check: Any, what: str, timeout: float = 20) -> None:
             return
         await pilot.pause(0.1)
     raise AssertionError(what)
+
+
+async def open_cost_view(pilot: Any) -> CostScreen:
+    """c, then w until the window is all time."""
+    app = pilot.app
+    await pilot.press("c")
+    await until(pilot, lambda: isinstance(app.screen, CostScreen) and app.screen.loaded, "cost view")
+    view = app.screen
+    assert isinstance(view, CostScreen)
+    while view.window != "all":
+        view.loaded = False
+        await pilot.press("w")
+        await until(pilot, lambda: view.loaded, "cost view, next window")
+    return view
 
 
 def dashboard(store: Client) -> AgentwatchApp:
@@ -236,17 +251,9 @@ def test_session_page_snapshot(snap_compare: Any, store: Client, width: int) -> 
 @pytest.mark.parametrize("width", [80, 160, 250])
 def test_cost_view_snapshot(snap_compare: Any, store: Client, width: int) -> None:
     """The burn rate and the window (w) above the tabs at every size."""
-    from agentwatch.tui.cost_view import CostScreen
 
     async def all_time(pilot: Any) -> None:
-        await pilot.press("c")
-        app = pilot.app
-        await until(pilot, lambda: isinstance(app.screen, CostScreen) and app.screen.loaded, "cost view")
-        view = app.screen
-        while view.window != "all":  # all time: what the fixtures cost, whatever the day
-            view.loaded = False
-            await pilot.press("w")
-            await until(pilot, lambda: view.loaded, "cost view, next window")
+        await open_cost_view(pilot)  # all time: what the fixtures cost, whatever the day
         await pilot.pause(0.3)
 
     assert snap_compare(dashboard(store), terminal_size=(width, 48), run_before=all_time)
@@ -294,18 +301,9 @@ async def test_bookkeeping_is_folded_out_of_the_feed_until_asked_for() -> None:
 async def test_the_cost_view_is_the_stores(store: Client) -> None:
     """c: by model and by harness over all time equal SQL over `usage`; the costliest turn first,
     with its share of everything spent."""
-    from agentwatch.tui.cost_view import CostScreen
-
     app = dashboard(store)
     async with app.run_test(size=(200, 50)) as pilot:
-        await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, CostScreen) and app.screen.loaded, "cost view")
-        view = app.screen
-        assert isinstance(view, CostScreen)
-        while view.window != "all":
-            view.loaded = False
-            await pilot.press("w")
-            await until(pilot, lambda: view.loaded, "cost view, next window")
+        view = await open_cost_view(pilot)
         by_model = sql(store, "SELECT model, sum(cost_usd) AS usd FROM usage FINAL GROUP BY model")
         shown = {row[0]: row[3] for row in cells(view.query_one("#cost-by-model", DataTable))}
         assert shown == {r["model"]: money(r["usd"]) for r in by_model}
