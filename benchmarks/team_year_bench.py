@@ -177,6 +177,13 @@ class WholeWindow:
         live_roster.read(asker(client), self.limit, LOST_AFTER_S)
 
 
+class Feed:
+    """The feed at open as the dashboard asks it (queries.newest_events: the last day first)."""
+
+    def __call__(self, client: Any) -> None:
+        queries.newest_events(asker(client), 2000)
+
+
 class OpenDashboard:
     """`agentwatch` opened on the history: from the app's start to a roster on screen, the store's
     first answer and the feed's history in (the app reads this client as it reads the query
@@ -225,7 +232,8 @@ def dashboard() -> list[tuple[str, Any]]:
         ("team tasks", queries.window_tasks(2000, 300)),
         ("open alerts", queries.alerts(open_only=True, limit=10_000)),
         ("recent alerts", queries.alerts(limit=200)),
-        ("feed at open (2,000 events)", queries.recent_events(2000)),
+        ("feed at open (2,000 events)", Feed()),
+        ("feed at open, the whole history asked", queries.recent_events(2000)),
         ("whole window (4 questions + fold)", WholeWindow(300)),
         ("MCP roster (50)", WholeWindow(50)),
         ("reference: roster in one question", queries.roster(300)),

@@ -14,6 +14,7 @@ import pytest
 from clickhouse_connect.driver.client import Client
 
 from agentwatch.store import agents_sql, queries, writes
+from agentwatch.store.answer import Answer, decode
 from agentwatch.store.migrations import (
     MIGRATIONS_TABLE,
     SCHEMA_DIR,
@@ -277,6 +278,34 @@ def test_the_roster_holds_an_agent_older_than_the_newest_100000_events(chdb_data
     names = [r[0] for r in chdb_database.query(roster.sql, parameters=roster.params).result_rows]
     assert old_agents <= set(names)
     assert set(names[:7]) == {f"busy-{i}" for i in range(7)}  # the newest first
+
+
+def test_the_feed_at_open_asks_the_last_day_first_and_answers_what_the_whole_history_does(
+    chdb_database: Client,
+) -> None:
+    """queries.newest_events: the last day when it holds the newest `limit` rows, else everything;
+    the same rows either way (events and messages, of the day and of three days ago)."""
+    apply_migrations(chdb_database)
+    events, messages = split(_scripted(time.time() - 86400 * 3))
+    insert_batch(chdb_database, events, messages)
+    chdb_database.command(
+        "INSERT INTO events (id, timestamp, event, kind, agent, session_id) "
+        "SELECT concat('day', toString(number)), now64(3) - toIntervalSecond(number * 10), 'PreToolUse', "
+        "'tool_call', 'today', 'day-session' FROM numbers(300)"
+    )
+    asked: list[queries.Query] = []
+
+    def ask(query: queries.Query) -> Answer:
+        asked.append(query)
+        return decode(queries.run_query(chdb_database, query.sql, query.params))
+
+    for limit, bounded_only in ((100, True), (300, True), (301, False), (5000, False)):
+        asked.clear()
+        got = queries.newest_events(ask, limit)
+        assert len(asked) == (1 if bounded_only else 2), limit
+        assert "within" in asked[0].params
+        whole = decode(queries.run_query(chdb_database, *queries.recent_events(limit)))
+        assert got.rows == whole.rows and len(got.rows) == min(limit, 300 + len(events) + len(messages))
 
 
 @pytest.mark.parametrize("window", [None, 3600, 86400])

@@ -98,7 +98,8 @@ class StoreSide(_Base):
         """The recent events for the feed and the agents' timelines (the figures are the truth's)."""
         assert self.history is not None
         try:
-            answer = self.history.query(*queries.recent_events(rows))
+            history = self.history
+            answer = queries.newest_events(lambda q: history.query(*q), rows)
         except HistoryError as exc:
             self.post_message(HistoryFailed(f"store: {exc}; showing live events only"))
             return
