@@ -9,7 +9,8 @@ from typing import Any
 from clickhouse_connect.driver.client import Client
 
 from agentwatch.contract import encode_envelope
-from agentwatch.store import queries
+from agentwatch.store import live_roster, queries
+from agentwatch.store.answer import Answer, from_rows
 from agentwatch.store.migrations import apply_migrations
 from agentwatch.store.writes import insert_batch
 from tests.team_tasks import team_envelopes
@@ -80,3 +81,21 @@ async def test_the_team_view_counts_the_stores_tasks_and_names_their_sessions(ch
     assert sorted((r[0], r[1], r[2]) for r in rows) == sorted(
         (t["scope"][:8], t["task_id"], "done" if t["completed"] else "open") for t in store
     )
+
+
+def test_the_dashboards_tasks_from_the_windows_scopes_equal_the_one_question(chdb_database: Client) -> None:
+    """live_roster.tasks asks with the window's scopes and its agents' first time (read already):
+    the rows of queries.window_tasks, for a window of both sessions and of the newest alone."""
+    stored_team(chdb_database)
+
+    def ask_one(query: queries.Query) -> Answer:
+        result = chdb_database.query(query.sql, parameters=query.params)
+        return from_rows(result.column_names, [t.name for t in result.column_types], result.result_rows)
+
+    sizes = set()
+    for limit in (1, 300):
+        window = live_roster.read(ask_one, limit, 0)
+        got = live_roster.tasks(ask_one, window, 2000)
+        assert got == ask_one(queries.window_tasks(2000, limit, 0)).dicts()
+        sizes.add(len(got))
+    assert sizes in ({5, 3}, {5, 2}), sizes  # one session's tasks, then both sessions'

@@ -107,7 +107,7 @@ class FakeHistory:
                 (e.sender, e.recipient, e.team, e.count, utc(e.last_at), e.summary) for e in team.edges()
             ]
             return answer(("from_agent", "to_agent", "team", "messages", "last_at", "last_summary"), edges)
-        if sql == queries.window_tasks().sql:
+        if sql in (queries.window_tasks().sql, live_roster.TASKS_SQL):
             return self._tasks()
         if "FROM event_ids" in sql:
             held = {str(e.get("id")) for e in self.envelopes}

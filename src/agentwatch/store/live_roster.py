@@ -63,6 +63,13 @@ COSTS_SQL = (
     "GROUP BY host, scope, agent, parent_agent, team)"
 )
 
+# The window's tasks (queries.window_tasks' rows) from its scopes and the first time of any of
+# their agents: no event of theirs is older, and events are ordered by time, so only the parts
+# since then are read (scanning every task event ever stored grew with the history).
+TASKS_SQL = live_window.TASKS_TEMPLATE.replace(
+    "@SCOPES@", f"timestamp >= {{since:DateTime64(3, 'UTC')}} AND (host, scope) IN {_PAIRS}"
+)
+
 HOUR_SQL = (
     "SELECT toString(toStartOfHour(now() - INTERVAL 1 HOUR)) AS since, sum(api_calls) AS api_calls, "
     "sum(priced_usd) AS priced_usd, sum(unpriced_calls) AS unpriced_calls, sum(input_tokens) "
@@ -88,6 +95,13 @@ def costs_query(scopes: Sequence[tuple[str, str]]) -> Query:
     return Query(COSTS_SQL, _pairs(scopes))
 
 
+def tasks_query(scopes: Sequence[tuple[str, str]], first_seen: float, limit: int) -> Query:
+    """The tasks of `scopes`, none older than `first_seen` (Unix seconds): one second earlier is
+    asked, so that a time's rounding never leaves one out."""
+    since = dt.datetime.fromtimestamp(max(first_seen - 1.0, 0.0), dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return Query(TASKS_SQL, {**_pairs(scopes), "since": since, "tasks": int(limit)})
+
+
 HOUR = Query(HOUR_SQL)
 
 
@@ -97,6 +111,8 @@ class Window:
     totals over all of its agents, and the rows of `queries.dashboard_costs`."""
 
     roster: list[dict[str, Any]] = field(default_factory=list)
+    scopes: list[tuple[str, str]] = field(default_factory=list)
+    first_seen: float = 0.0  # Unix seconds: the earliest of every agent of the window
     agents_total: int = 0
     events_total: int = 0
     messages_total: int = 0
@@ -115,6 +131,13 @@ def costs(ask: Ask, limit: int, lost_after_s: float) -> list[tuple[Any, ...]]:
     return [*fold_costs(rows), *_hour_row(ask(HOUR).first())]
 
 
+def tasks(ask: Ask, window: Window, limit: int) -> list[dict[str, Any]]:
+    """queries.window_tasks' rows for `window` (as `read` gave it)."""
+    if not window.scopes:
+        return []
+    return ask(tasks_query(window.scopes, window.first_seen, limit)).dicts()
+
+
 def read(ask: Ask, limit: int, lost_after_s: float, now: dt.datetime | None = None) -> Window:
     """The live window of the newest `limit` scopes and those active within `lost_after_s`."""
     scopes = _scopes(ask, limit, lost_after_s)
@@ -128,6 +151,8 @@ def read(ask: Ask, limit: int, lost_after_s: float, now: dt.datetime | None = No
     every.sort(key=_order)
     return Window(
         roster=every[: max(0, int(limit))],
+        scopes=scopes,
+        first_seen=min((seconds(r["first_seen"]) for r in every), default=0.0),
         agents_total=len(every),
         events_total=sum(int(r["events"]) for r in every),
         messages_total=sum(int(r["messages_sent"]) for r in every),

@@ -100,7 +100,7 @@ DASHBOARD_COSTS_SQL = (
 # the task's id: a lead's TaskCreated and a teammate's TaskCompleted share their session (in-process
 # teammates run in the lead's), whatever `team_name` each payload carries. With the window's totals
 # (the list shows at most {tasks}).
-TASKS_SQL = (
+TASKS_TEMPLATE = (
     "SELECT host, scope, any(team) AS team, task_id, "  # noqa: S608 - constants only
     "argMinIf(subject, timestamp, subject != '') AS subject, "
     "argMinIf(agent, timestamp, kind = 'task_created') AS created_by, "
@@ -112,11 +112,13 @@ TASKS_SQL = (
     f"FROM (SELECT toString(host) AS host, {scope_sql()} AS scope, toString(team) AS team, "
     "JSONExtractString(data, 'task_id') AS task_id, JSONExtractString(data, 'task_subject') AS subject, "
     "kind, toString(agent) AS agent, timestamp FROM events "
-    f"WHERE kind IN ('task_created', 'task_completed') AND (host, scope) IN {WINDOW_SCOPES}) "
+    "WHERE kind IN ('task_created', 'task_completed') AND @SCOPES@) "
     "WHERE task_id != '' GROUP BY host, scope, task_id "
     "ORDER BY completed, if(created, created_at, completed_at) DESC, scope, task_id "
     "LIMIT {tasks:UInt32}"
 )
+# (The dashboard asks it with the window's scopes and first time it already read: live_roster.)
+TASKS_SQL = TASKS_TEMPLATE.replace("@SCOPES@", f"(host, scope) IN {WINDOW_SCOPES}")
 
 _SINCE_SCOPES = (
     "(SELECT host, scope FROM scope_hours WHERE hour >= toStartOfHour({since:DateTime64(3, 'UTC')}) "

@@ -71,7 +71,8 @@ def read(
     now_mark = mark(history)
     if since is not None and now_mark == since:
         return None
-    window = live_roster.read(lambda q: history.query(*q), roster_limit, lost_after_s)
+    ask = lambda q: history.query(*q)  # noqa: E731 - one reader for every question below
+    window = live_roster.read(ask, roster_limit, lost_after_s)
     owned(history, window.roster)
     truth = Truth(
         roster=window.roster,
@@ -82,7 +83,7 @@ def read(
         mark=now_mark,
     )
     truth.edges = history.query(*queries.window_edges(EDGES_MAX, roster_limit, lost_after_s)).dicts()
-    truth.tasks = history.query(*queries.window_tasks(TASKS_MAX, roster_limit, lost_after_s)).dicts()
+    truth.tasks = live_roster.tasks(ask, window, TASKS_MAX)
     truth.alerts = [
         *history.query(*queries.alerts(open_only=True, limit=10_000)).dicts(),
         *history.query(*queries.alerts(limit=ALERTS_RECENT)).dicts(),
