@@ -358,18 +358,24 @@ def test_a_killed_browser_leaves_no_dashboard(web: Web, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(CHROMIUM is None, reason=BROWSER_MISSING)
 def test_a_tab_closed_while_its_dashboard_starts_leaves_no_dashboard(web: Web, tmp_path: Path) -> None:
-    """The issue's way in: a screenshot of the sign-in address, the tab gone within a second."""
-    before = descendants(web.pid)
-    shot = tmp_path / "shot.png"
-    browser = chromium(web.signin, tmp_path / "profile", f"--screenshot={shot}")
+    """The issue's way in: a screenshot of the sign-in address, the tab gone within a second. On a
+    loaded machine the screenshot may be taken, and the tab closed, before the page opened its
+    socket: then no dashboard started and nothing is tested, so the tab is opened again (at most
+    five times) until one did."""
     started: set[int] = set()
-    while browser.poll() is None:  # the tab's dashboard lives for a second at least: seen here
+    for attempt in range(5):
+        before = descendants(web.pid)
+        shot = tmp_path / f"shot-{attempt}.png"
+        browser = chromium(web.signin, tmp_path / f"profile-{attempt}", f"--screenshot={shot}")
+        while browser.poll() is None:  # the tab's dashboard lives for a second at least: seen here
+            started |= descendants(web.pid) - before
+            time.sleep(0.02)
+        assert browser.returncode == 0 and shot.exists()
+        time.sleep(1)
         started |= descendants(web.pid) - before
-        time.sleep(0.02)
-    assert browser.returncode == 0 and shot.exists()
-    time.sleep(1)
-    started |= descendants(web.pid) - before
-    assert started, "the tab started no dashboard"
+        if started:
+            break
+    assert started, "five tabs started no dashboard"
     took = seconds_until_gone(started, "after its tab was closed")
     print(f"\ndashboard gone {took:.2f}s after the screenshot's tab closed")
 
