@@ -3,8 +3,9 @@
 timed on a 20-person team's year of 1M and 10M events in embedded ClickHouse.
 
 The history: 20 people, a host each, over 365 days; sessions of 300 events (a lead and two
-subagents: a prompt, tool calls and their results, a few failures, SubagentStart and SubagentStop,
-a message from a subagent to its lead), one API message per 20 events; every session ended
+subagents: a prompt, a task created and, once the session is over, completed, tool calls and their
+results, a few failures, SubagentStart and SubagentStop, a message from a subagent to its lead),
+one API message per 20 events; every session ended
 (SessionEnd) but the newest 5, which are live (their last events a few seconds old). Session ids
 are random, as Claude Code's are, so a session's rows lie anywhere in a rollup keyed by scope. The
 store has no repository column yet: the history has none. 1M events are 3,333 sessions and 10,000
