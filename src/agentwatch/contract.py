@@ -106,7 +106,7 @@ USAGE_SOURCE = "transcript"
 ENVELOPE_FIELDS: tuple[str, ...] = (
     "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text",
     "source", "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id",
-    "host", "cwd", "redacted", "truncated", "seq", "spool_bytes", "prompt_id", "duration_ms",
+    "host", "cwd", "redacted", "truncated", "seq", "spool_bytes", "hook_ms", "prompt_id", "duration_ms",
     "permission_mode", "model", "harness", "harness_event", "person", "repo", "branch", "data",
 )  # fmt: skip
 _REQUIRED = ("v", "id", "timestamp", "event", "kind", "agent")
@@ -294,9 +294,11 @@ def build_envelope(
         "cwd": _str(payload.get("cwd")),
         "redacted": redacted,
         "truncated": False,
-        # Set by the hook: seq (0: none), its spool's bytes, person/repo/branch (emitter/attribution.py).
+        # Set by the hook: seq (0: none), its spool's bytes, its run's time so far (0: not a hook
+        # run's own event), person/repo/branch (emitter/attribution.py).
         "seq": 0,
         "spool_bytes": 0,
+        "hook_ms": 0.0,
         # Payload fields worth a typed column, lifted out of `data` (which keeps them too).
         "prompt_id": _str(payload.get("prompt_id")) or _str(payload.get("turn_id")),
         "duration_ms": ms if type(ms := payload.get("duration_ms")) is int else None,

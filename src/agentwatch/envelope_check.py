@@ -26,6 +26,7 @@ FUTURE_SLACK_S = 86400.0
 _U64, _U32 = 2**64 - 1, 2**32 - 1
 _UNSIGNED = (("seq", _U64), ("spool_bytes", _U64), ("redacted", _U32))
 _INT64 = 2**63
+_HOOK_MS_MAX = 1e9  # `hook_ms` (Float32): a run's milliseconds, 0 up to this (11 days)
 # Where an envelope says what the reader corrected, with the values it came with.
 CORRECTED_KEY = "agentwatch_corrected"
 _SECONDS: dict[str, float | None] = {}  # "2026-11-24T09:00:00" -> its Unix time (None: no time)
@@ -73,9 +74,10 @@ def check_envelope(env: object, now: float, arrived: float | None = None) -> Jso
     corrected copy: a time outside TIME_FLOOR .. `now` + FUTURE_SLACK_S, or no time, becomes
     `arrived` (when the bus took it; else `now`); a time in another ISO-8601 form the same time in
     the wire's form; `seq`, `spool_bytes` or `redacted` that is not a whole number in its
-    column's range becomes 0, `duration_ms` outside Int64 none, `truncated` not true or false
-    false. The values it came with are kept in `data` under CORRECTED_KEY (with `data` itself
-    under `data` there when it is not an object), so nothing is lost."""
+    column's range becomes 0, `hook_ms` that is not a number from 0 to 1e9 0, `duration_ms`
+    outside Int64 none, `truncated` not true or false false. The values it came with are kept in
+    `data` under CORRECTED_KEY (with `data` itself under `data` there when it is not an object), so
+    nothing is lost."""
     if type(env) is not dict:
         check_shape(env)
     assert type(env) is dict  # (for mypy: check_shape raised otherwise)
@@ -98,8 +100,8 @@ def check_envelope(env: object, now: float, arrived: float | None = None) -> Jso
     ):
         check_shape(env)  # says what is missing or wrong
     seconds = wire_seconds(stamp)
-    seq, spool, redacted, duration, truncated = (
-        get("seq"), get("spool_bytes"), get("redacted"), get("duration_ms"), get("truncated"),
+    seq, spool, redacted, duration, truncated, hook_ms = (
+        get("seq"), get("spool_bytes"), get("redacted"), get("duration_ms"), get("truncated"), get("hook_ms"),
     )  # fmt: skip
     if (
         seconds is not None
@@ -110,6 +112,7 @@ def check_envelope(env: object, now: float, arrived: float | None = None) -> Jso
         and (redacted is None or (type(redacted) is int and 0 <= redacted <= _U32))
         and (duration is None or (type(duration) is int and -_INT64 <= duration < _INT64))
         and (truncated is None or type(truncated) is bool)
+        and (hook_ms is None or _hook_ms_ok(hook_ms))
     ):
         return env  # the envelope as the hook writes it: nothing to correct
     fixed: Json | None = None
@@ -131,6 +134,9 @@ def check_envelope(env: object, now: float, arrived: float | None = None) -> Jso
     if truncated is not None and type(truncated) is not bool:
         fixed = fixed or {}
         fixed["truncated"] = truncated
+    if hook_ms is not None and not _hook_ms_ok(hook_ms):
+        fixed = fixed or {}
+        fixed["hook_ms"] = hook_ms
     if fixed is None:
         return env
     out = dict(env)
@@ -142,3 +148,8 @@ def check_envelope(env: object, now: float, arrived: float | None = None) -> Jso
     kept = data if isinstance(data, dict) else {"data": data}
     out["data"] = {**kept, CORRECTED_KEY: note}
     return out
+
+
+def _hook_ms_ok(value: object) -> bool:
+    """A number of milliseconds from 0 to _HOOK_MS_MAX (NaN compares false: refused)."""
+    return type(value) in (int, float) and 0 <= value <= _HOOK_MS_MAX  # type: ignore[operator]

@@ -41,8 +41,8 @@ EXPECTED = {
 ENVELOPE_KEYS = {
     "v", "id", "timestamp", "event", "kind", "agent", "team", "direction", "peer", "text", "source",
     "session_id", "agent_id", "agent_type", "parent_agent", "tool_name", "tool_use_id", "host", "cwd",
-    "redacted", "truncated", "seq", "spool_bytes", "prompt_id", "duration_ms", "permission_mode", "model",
-    "harness", "harness_event", "person", "repo", "branch", "data",
+    "redacted", "truncated", "seq", "spool_bytes", "hook_ms", "prompt_id", "duration_ms", "permission_mode",
+    "model", "harness", "harness_event", "person", "repo", "branch", "data",
 }  # fmt: skip
 TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -77,7 +77,9 @@ def test_fixture_payload_arrives_on_its_subject(
         AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=server.url, AGENTWATCH_DEADLINE_MS="3000"
     )
     raw = json.dumps(payload, ensure_ascii=False).encode()
+    started = time.monotonic()
     result = run_emit(raw, env)
+    result_ms = (time.monotonic() - started) * 1000
     assert result.returncode == 0
     assert result.stdout == b""
     expected_count = 2 if is_send_message_delivery(payload) else 1
@@ -91,6 +93,8 @@ def test_fixture_payload_arrives_on_its_subject(
     assert (env_obj["repo"], env_obj["branch"]) == ("", "") and env_obj["person"]
     assert env_obj["v"] == 1
     assert env_obj["source"] == "hook"
+    # The run's own time from its script's first line to the event made: there, and within the run.
+    assert 0 < env_obj["hook_ms"] < result_ms, (env_obj["hook_ms"], result_ms)
     assert env_obj["event"] == payload["hook_event_name"]
     assert env_obj["session_id"] == payload.get("session_id", "")
     assert env_obj["tool_name"] == payload.get("tool_name", "")

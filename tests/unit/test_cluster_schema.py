@@ -374,6 +374,12 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"DROP VIEW IF EXISTS agent_key_rollup_mv {ON_CLUSTER};",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS agent_key_rollup_mv {ON_CLUSTER} "
         "TO agent_key_rollup_local AS",
+        # 024_hook_time: hook_ms on events (local and Distributed) and events_in, its view's query
+        *(
+            f"ALTER TABLE {t} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS hook_ms Float32 DEFAULT 0;"
+            for t in ("events_local", "events", "events_in")
+        ),
+        f"ALTER TABLE events_in_mv {ON_CLUSTER} MODIFY QUERY",
     ]
 
 
@@ -421,6 +427,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 6  # and the sessions' owner: session_owner (two tables, two views), sessions, session_costs
         + 2  # 022_call_outcomes: tool_calls, tool_calls_since
         + 2  # 023_invalid_input: the agent rollup's view dropped and made again
+        + 4  # 024_hook_time: three columns, a view's query
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -59,7 +59,8 @@ def test_a_time_within_range_in_another_form_is_the_same_time_in_the_wire_form()
     [("seq", 2**70, 0), ("seq", 2**64, 0), ("seq", -1, 0), ("seq", 1.0, 0), ("seq", "7", 0),
      ("spool_bytes", -5, 0), ("redacted", 2**32, 0), ("redacted", True, 0),
      ("duration_ms", 2**63, None), ("duration_ms", "12", None), ("truncated", "yes", False),
-     ("truncated", 1, False)],
+     ("truncated", 1, False), ("hook_ms", -1.5, 0), ("hook_ms", "12", 0), ("hook_ms", float("nan"), 0),
+     ("hook_ms", 1e12, 0), ("hook_ms", True, 0)],
 )  # fmt: skip
 def test_a_number_out_of_its_column_is_zeroed_and_kept_in_data(
     field: str, value: object, stored: object
@@ -74,7 +75,9 @@ def test_a_number_out_of_its_column_is_zeroed_and_kept_in_data(
 
 
 def test_the_largest_values_in_range_are_kept() -> None:
-    env = envelope(seq=2**64 - 1, spool_bytes=2**64 - 1, redacted=2**32 - 1, duration_ms=-(2**63))
+    env = envelope(
+        seq=2**64 - 1, spool_bytes=2**64 - 1, redacted=2**32 - 1, duration_ms=-(2**63), hook_ms=1e9
+    )
     assert check_envelope(env, NOW) is env
 
 

@@ -191,3 +191,17 @@ def test_finish_reasons_where_the_harness_says_them() -> None:
                          env(3, "Usage", **gemini, **other)])  # fmt: skip
     assert [s.attributes.get("gen_ai.response.finish_reasons") for s in spans] == [("STOP",), None]
     assert tracer.reasons == {}
+
+
+def test_each_hook_run_is_a_point_of_the_hooks_own_duration() -> None:
+    """A hook run's own event (hook_ms > 0): agentwatch.hook.duration in seconds, per harness and
+    hook event (the harness's own name); none for envelopes no hook run made (hook_ms 0)."""
+    tracer = Tracer()
+    run(tracer, [env(0, "SessionStart", hook_ms=12.5), env(1, "PreToolUse", hook_ms=0.0),
+                 env(2, "PreToolUse", harness="codex", harness_event="PreToolUse", hook_ms=40)])  # fmt: skip
+    points = [(p.name, p.value, p.attributes) for p in tracer.points if p.name == "agentwatch.hook.duration"]
+    assert [(v, a["agentwatch.hook.event"]) for _, v, a in points] == [
+        (0.0125, "SessionStart"),
+        (0.04, "PreToolUse"),
+    ]
+    assert {a["agentwatch.harness"] for _, _, a in points} == {"claude-code"}  # (the session's harness)

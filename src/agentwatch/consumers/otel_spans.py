@@ -166,6 +166,10 @@ class Tracer:
         event = env.get("event")
         if kind == "usage":
             return self._chat(s, env, at)
+        hook_ms = env.get("hook_ms")
+        if isinstance(hook_ms, int | float) and hook_ms > 0:  # (the hook's own run time)
+            attrs = {**self._metric_attrs(s), "agentwatch.hook.event": str(env.get("harness_event") or event)}
+            self.points.append(Point("agentwatch.hook.duration", hook_ms / 1000, attrs))
         agent_id = env.get("agent_id")
         if event == "UserPromptSubmit" and self.content:
             self._prompt(s, _data(env).get("prompt"))

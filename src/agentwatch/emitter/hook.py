@@ -222,7 +222,8 @@ class Interrupted(BaseException):
 PREPARING, SENDING = "preparing", "sending"
 # "detach": whether the run may leave the wait for the bus to a child (_detach): only the hook's
 # own process (main), never a process that calls run_hook and goes on.
-_run: dict[str, Any] = {"phase": PREPARING, "stop": False, "harness": "", "detach": False}
+# began: when the run's script started (time.monotonic), for its event's `hook_ms`.
+_run: dict[str, Any] = {"phase": PREPARING, "stop": False, "harness": "", "detach": False, "began": 0.0}
 
 
 def _on_stop(_signum: int, _frame: FrameType | None) -> None:
@@ -325,6 +326,11 @@ def _outgoing(
     from agentwatch.emitter.attribution import mark
 
     mark(outgoing, environ, config.data_dir(environ), log_problem)
+    if own and _run["began"]:
+        # The run's time from its script's first line to its messages made (usage read and
+        # marked): what the hook adds to the agent's wait before it sends. The interpreter's own
+        # start before the script (about 10 ms, as `python -c pass` takes) is not in it.
+        event["hook_ms"] = round((time.monotonic() - _run["began"]) * 1000, 2)
     try:
         return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
     except RecursionError:  # read, but nested too deep to write back: each such event says so
@@ -515,10 +521,15 @@ def harness_argument(argv: Sequence[str]) -> str:
 
 
 def run_hook(
-    environ: Mapping[str, str] | None = None, stopped: Sequence[int] = (), argv: Sequence[str] = ()
+    environ: Mapping[str, str] | None = None,
+    stopped: Sequence[int] = (),
+    argv: Sequence[str] = (),
+    began: float = 0.0,
 ) -> str:
-    """The whole hook run, without the final exit: read stdin, publish or spool, log problems."""
+    """The whole hook run, without the final exit: read stdin, publish or spool, log problems.
+    `began`: when its script started (time.monotonic; 0: now)."""
     started = time.monotonic()
+    _run["began"] = began or started
     _run["harness"] = harness_argument(argv)
     env = _names_as_text(config.environ_now() if environ is None else environ)
     if config.flag(env, "AGENTWATCH_DISABLED"):
@@ -553,17 +564,17 @@ def run_hook(
         signal.signal(signal.SIGALRM, previous)
 
 
-def main(stopped: Sequence[int] = (), stale: str = "") -> None:
+def main(stopped: Sequence[int] = (), stale: str = "", began: float = 0.0) -> None:
     """Console entry point: run the hook, then leave at once with status 0, whatever happened.
 
     `stopped`: stop signals the script received before it could load this module. `stale`: the
     directory of the package whose bundle of modules the script found missing or out of date
-    (emitter/bundle.py), written anew once the run is done."""
+    (emitter/bundle.py), written anew once the run is done. `began`: when the script started."""
     # A run that is to write the file of the hook's modules waits for its acks itself, and writes
     # it before it leaves: the next run, started once this one left, then finds it.
     _run["detach"] = not stale
     try:
-        run_hook(stopped=stopped, argv=sys.argv)
+        run_hook(stopped=stopped, argv=sys.argv, began=began)
     except BaseException:  # noqa: S110 - not even a logging failure may change the agent's run
         pass
     finally:
