@@ -205,10 +205,10 @@ class WholeWindow:
 
 
 class Feed:
-    """The feed at open as the dashboard asks it (queries.newest_events: the last day first)."""
+    """The feed at open as the dashboard asks it (live_roster.newest_events: the last day first)."""
 
     def __call__(self, client: Any) -> None:
-        queries.newest_events(asker(client), 2000)
+        live_roster.newest_events(asker(client), 2000)
 
 
 class OpenDashboard:

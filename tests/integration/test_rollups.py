@@ -13,7 +13,7 @@ import orjson
 import pytest
 from clickhouse_connect.driver.client import Client
 
-from agentwatch.store import agents_sql, queries, writes
+from agentwatch.store import agents_sql, live_roster, queries, writes
 from agentwatch.store.answer import Answer, decode
 from agentwatch.store.migrations import (
     MIGRATIONS_TABLE,
@@ -283,7 +283,7 @@ def test_the_roster_holds_an_agent_older_than_the_newest_100000_events(chdb_data
 def test_the_feed_at_open_asks_the_last_day_first_and_answers_what_the_whole_history_does(
     chdb_database: Client,
 ) -> None:
-    """queries.newest_events: the last day when it holds the newest `limit` rows, else everything;
+    """live_roster.newest_events: the last day when it holds the newest `limit` rows, else everything;
     the same rows either way (events and messages, of the day and of three days ago)."""
     apply_migrations(chdb_database)
     events, messages = split(_scripted(time.time() - 86400 * 3))
@@ -301,7 +301,7 @@ def test_the_feed_at_open_asks_the_last_day_first_and_answers_what_the_whole_his
 
     for limit, bounded_only in ((100, True), (300, True), (301, False), (5000, False)):
         asked.clear()
-        got = queries.newest_events(ask, limit)
+        got = live_roster.newest_events(ask, limit)
         assert len(asked) == (1 if bounded_only else 2), limit
         assert "within" in (asked[0].params or {})
         whole = decode(queries.run_query(chdb_database, *queries.recent_events(limit)))

@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
     from clickhouse_connect.driver.client import Client
 
-    from agentwatch.store.answer import Answer
-
 # Limits of the read-only query path (agentwatch sql, the dashboard's history).
 QUERY_MAX_SECONDS = 30
 QUERY_MAX_ROWS = 10_000
@@ -158,28 +156,10 @@ _AGENT_SQL = HEADLINE_SQL.format(
 )
 
 
-# The newest events of a team at work lie within the last day: asked there first, the question
-# reads that day's parts alone instead of every month's (events and messages are partitioned by
-# month and ordered by time), and costs the same at 1M events as at 10M.
-RECENT_WITHIN_S = 86_400
-_WITHIN = "WHERE timestamp >= now64(3) - toIntervalSecond({within:UInt32}) "
-_RECENT_WITHIN_SQL = HEADLINE_SQL.format(where=_WITHIN, message_where=_WITHIN)
-
-
-def recent_events(limit: int, within_s: int = 0) -> Query:
-    """The newest `limit` events, oldest first, without payloads; with `within_s`, only those of
-    the last `within_s` seconds (newest_events says when that is the same answer)."""
-    if within_s:
-        return Query(_RECENT_WITHIN_SQL, {"limit": int(limit), "within": int(within_s)})
+def recent_events(limit: int) -> Query:
+    """The newest `limit` events, oldest first, without payloads (the dashboard asks the last
+    day first: live_roster.newest_events)."""
     return Query(_RECENT_SQL, {"limit": int(limit)})
-
-
-def newest_events(ask: Callable[[Query], Answer], limit: int) -> Answer:
-    """recent_events(limit), asked over the last RECENT_WITHIN_S first: when that finds `limit`
-    rows they are the newest of all (every older row is older than each of them); else the whole
-    history is asked."""
-    answer = ask(recent_events(limit, RECENT_WITHIN_S))
-    return answer if len(answer.rows) >= limit else ask(recent_events(limit))
 
 
 def agent_events(key: tuple[str, str, str], limit: int) -> Query:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from textual import work
 from textual.message import Message
 
-from agentwatch.store import live_roster, queries
+from agentwatch.store import live_roster
 from agentwatch.store.answer import HistoryError
 from agentwatch.tui import truth
 from agentwatch.tui.model import FeedLine
@@ -99,7 +99,7 @@ class StoreSide(_Base):
         assert self.history is not None
         try:
             history = self.history
-            answer = queries.newest_events(lambda q: history.query(*q), rows)
+            answer = live_roster.newest_events(lambda q: history.query(*q), rows)
         except HistoryError as exc:
             self.post_message(HistoryFailed(f"store: {exc}; showing live events only"))
             return
