@@ -198,15 +198,20 @@ class Publisher:
             self.stream = learned
             self.seen = self.seen or learned
 
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
+    def remember(self) -> None:
+        """Keep what this run learned about the bus, when it is news (once)."""
         if (
             self.server
             and self.stream is not None
             and (self.stream != self._known or self.seen != self._seen)
         ):
             remember_bus(self.environ, self.server, self.stream, self.seen)
+            self._known, self._seen = self.stream, self.seen
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self.remember()
 
 
 # --- one run -----------------------------------------------------------------------------------
@@ -327,9 +332,8 @@ def _outgoing(
 
     mark(outgoing, environ, config.data_dir(environ), log_problem)
     if own and _run["began"]:
-        # The run's time from its script's first line to its messages made (usage read and
-        # marked): what the hook adds to the agent's wait before it sends. The interpreter's own
-        # start before the script (about 10 ms, as `python -c pass` takes) is not in it.
+        # The run's time from its script's first line to its messages made (usage read and marked):
+        # what the hook adds to the agent's wait before it sends (the interpreter's start not in it).
         event["hook_ms"] = round((time.monotonic() - _run["began"]) * 1000, 2)
     try:
         return [(s, e["id"], encode_envelope(e, DEFAULT_MAX_PAYLOAD)) for s, e in outgoing], commit
@@ -386,6 +390,7 @@ def run(
         if publisher is not None:
             publisher.close()
         return _spool(environ, spool, raw, encoded, held, exc, remember)
+    publisher.remember()  # before the in-flight file goes: a run seen done has kept what it learned
     spool.release(held)
     # The bus answered: drain what earlier runs could not send, within a share of the budget.
     try:
