@@ -8,6 +8,7 @@ reading its stdout and stderr to their end."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentwatch.emitter.settings import hook_command
+from agentwatch.emitter.spool import Spool
 from tests.conftest import clean_env, run_cli, tool
 from tests.services import Collector, NatsServer, SilentServer
 
@@ -124,3 +126,39 @@ def test_acknowledged_events_arrive_once_and_are_released(
     assert in_flight(data) == []
     queue = data / "spool" / "queue"
     assert not queue.exists() or queue.stat().st_size == 0, "nothing was spooled"
+
+
+def test_a_handed_over_event_is_never_another_runs_to_recover(tmp_path: Path) -> None:
+    """The moment the agent's command has ended, its event's in-flight file is named after the
+    child that holds it, a process that runs: a recovery then (another run's flush, `spool
+    status`) takes nothing, so nothing is queued beside the child's own send. (A caller that
+    reads the hook's output to its end waits for the child to let go of it; this one does not.)"""
+    server = GreetingServer()
+    data = tmp_path / "data"
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(data),
+        AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{server.port}",
+        AGENTWATCH_DEADLINE_MS="3000",
+    )
+    spool = Spool(str(data / "spool"))
+    cpu = {min(os.sched_getaffinity(0))}
+    mine = os.sched_getaffinity(0)
+
+    def idle() -> None:  # the hook, and its child, run only when this test does not want the CPU
+        os.sched_setaffinity(0, cpu)
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+    os.sched_setaffinity(0, cpu)  # one CPU: the child waits while this test recovers
+    try:
+        for _ in range(25):
+            done = subprocess.run([tool("agentwatch-emit")], input=json.dumps(PAYLOAD).encode(), env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30,
+                                  check=False, preexec_fn=idle)  # fmt: skip
+            recovered = spool.recover()  # at once, as a run starting now would
+            assert done.returncode == 0 and recovered == 0, "a run's event was recovered from its child"
+            for name in in_flight(data):
+                os.kill(int(name.split(".", 1)[0]), 0)  # raises when no such process runs
+        assert spool.pending_bytes() == 0
+    finally:
+        os.sched_setaffinity(0, mine)
+        server.close()

@@ -171,17 +171,20 @@ class Spool:
             posix.close(fd)
         return held
 
-    def hand_over(self, held: str, pid: int) -> str:
-        """Name this process's in-flight file `held`, made by process `pid` (its parent, which
-        left it the run), after this process, whose it is now; its new path. (A file named after
-        a process that is gone is another run's to recover.)"""
+    def hand_over(self, held: str, pid: int, to: int = 0) -> str:
+        """Name the in-flight file `held`, made by process `pid` (a parent leaving the run to its
+        child), after process `to` (this process when 0), whose it is now; its new path. The
+        parent names it before it leaves; the child does when the parent died first. (A file
+        named after a process that is gone is another run's to recover.)"""
         name = held.rpartition("/")[2]
         if not held or not name.startswith(str(pid)):
             return held
-        mine = f"{self.inflight}/{posix.getpid()}{name[len(str(pid)) :]}"
+        mine = f"{self.inflight}/{to or posix.getpid()}{name[len(str(pid)) :]}"
         try:
             posix.rename(held, mine)
-        except OSError:  # recovered meanwhile: its messages are queued, and a re-send is the same event
+        except FileNotFoundError:  # the parent named it, or a recovery queued it (a re-send: same event)
+            return mine if posix.access(mine, posix.F_OK) else held
+        except OSError:
             return held
         return mine
 
