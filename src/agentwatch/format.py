@@ -197,4 +197,5 @@ def host_cells(row: dict[str, Any], now: float) -> tuple[str, ...]:
     versions = " ".join(x for x in (f"agentwatch {row['version'] or '?'}", row["harnesses"]) if x)
     last = "-" if row["last_event"] is None else f"{age(now - row['last_event'])} ago"
     oldest = age(row["oldest_waiting_s"])
-    return (str(row["host"]), link, last, f"{row['events_1h']:,}", backlog, oldest, spool, versions)
+    hour = "-" if row["events_1h"] is None else f"{row['events_1h']:,}"  # a host's own row: no store
+    return (str(row["host"]), link, last, hour, backlog, oldest, spool, versions)

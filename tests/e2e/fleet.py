@@ -197,6 +197,14 @@ class Host:
             assert done.returncode == 0
         return took
 
+    def own(self) -> dict[str, Any]:
+        """`agentwatch hosts --json` on this host: its own row, as it sees itself."""
+        result = run_cli("hosts", "--json", env=self.env)
+        assert result.returncode == 0, result.stderr
+        rows = json.loads(result.stdout)
+        assert len(rows) == 1 and rows[0]["seen_from"] == "this host", rows
+        return dict(rows[0])
+
     def spooled(self) -> int:
         """Bytes waiting in the hook's spool on this host."""
         from agentwatch.emitter.hook import spool_for

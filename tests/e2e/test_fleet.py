@@ -69,12 +69,19 @@ def test_a_cut_host_and_a_hub_restart_lose_nothing_and_store_nothing_twice(tmp_p
         # The hub restarts once under load, during the cut.
         hub.stop()
         hub.start()
+        seen: list[dict[str, object]] = []  # the cut host's own rows, as it sees itself
         while (
             time.monotonic() - cut_at < CUT_S
             or len(publishers[0].between(cut_at, time.monotonic())) < CUT_EVENTS
         ):
+            if time.monotonic() - cut_at > 15 * (len(seen) + 1):  # at 15 s, 30 s, 45 s (and on)
+                seen.append(cut.own())
             time.sleep(1.0)  # at least a minute, and at least CUT_EVENTS runs
         assert hub.hosts()["cut"]["link"] == "cut"
+        # The hub cannot see through the cut; the host sees its own backlog grow.
+        assert len(seen) >= 3 and {r["link"] for r in seen} == {"cut"}, seen
+        backlogs = [int(str(r["backlog"])) for r in seen]
+        assert backlogs == sorted(backlogs) and backlogs[0] > 0 and backlogs[-1] > backlogs[0], backlogs
         wait_alerts(hub, ["firing"], 30)  # host_cut: a minute without a word from the host
         restored_at = time.monotonic()
         cut.link.restore()
@@ -92,6 +99,8 @@ def test_a_cut_host_and_a_hub_restart_lose_nothing_and_store_nothing_twice(tmp_p
             assert host.spooled() == 0  # every run was acknowledged by its host's own stream
         row = wait_link(hub, "cut", "up", 20)
         assert row["backlog"] == 0 and row["backlog_measured"], row
+        own = cut.own()
+        assert own["link"] == "up" and own["backlog"] == 0, own
         wait_alerts(hub, ["firing", "resolved"], 30)  # fired once, resolved once
         linked = [took for p in publishers[1:] for took in p.between(cut_at, restored_at)]
         ratio = statistics.median(during) / statistics.median(linked)
@@ -102,7 +111,7 @@ def test_a_cut_host_and_a_hub_restart_lose_nothing_and_store_nothing_twice(tmp_p
             f"{statistics.median(during) * 1000:.1f} ms cut against "
             f"{statistics.median(linked) * 1000:.1f} ms on the linked hosts meanwhile "
             f"({ratio:.2f}x); {statistics.median(before) * 1000:.1f} ms "
-            "on the cut host before its cut"
+            f"on the cut host before its cut; its own backlog during the cut {backlogs}"
         )
         assert len(during) >= CUT_EVENTS
         assert ratio <= 1.25, f"hook runs on the cut host: {ratio:.2f}x the linked ones"

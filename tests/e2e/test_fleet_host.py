@@ -75,19 +75,29 @@ def test_prometheus_has_each_hosts_backlog_and_contact(hub_and_hosts: tuple[Hub,
 
 
 def test_a_cut_link_keeps_events_on_the_host_until_it_is_back(hub_and_hosts: tuple[Hub, Host, Host]) -> None:
+    """The hub shows the host cut off; the host, which the hub told how far it had reached, shows
+    its own backlog growing with each event while cut, and back to zero once the hub has them."""
     hub, one, _ = hub_and_hosts
     before = hub.count("alpha")[0]
+    wait_for(lambda: one.own()["link"] == "up", 20, "alpha told by the hub")
     one.link.cut()
     wait_for(lambda: hub.hosts()["alpha"]["link"] == "cut", 20, "alpha shown cut off")
-    one.emit(20)
+    wait_for(lambda: one.own()["link"] == "cut", 20, "alpha sees itself cut off")
+    start = one.own()["backlog"]
+    one.emit(10)
+    middle = one.own()
+    one.emit(10)
     assert one.spooled() == 0  # the host's own stream acknowledged every run
-    time.sleep(1.0)
+    end = one.own()
+    assert (middle["backlog"], end["backlog"]) == (start + 10, start + 20), (start, middle, end)
+    assert end["backlog_measured"] and end["oldest_waiting_s"] is not None and end["last_event"], end
     assert hub.count("alpha")[0] == before  # nothing crossed the cut link
     one.link.restore()
     hub.wait_count("alpha", before + 20, 40)
     wait_for(lambda: hub.hosts()["alpha"]["link"] == "up", 20, "alpha back")
     row = hub.hosts()["alpha"]
     assert row["backlog"] == 0 and row["backlog_measured"], row
+    wait_for(lambda: one.own()["backlog"] == 0 and one.own()["link"] == "up", 20, "alpha's own backlog gone")
 
 
 def test_a_host_reads_no_other_hosts_stream(hub_and_hosts: tuple[Hub, Host, Host]) -> None:

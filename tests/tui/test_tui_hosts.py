@@ -89,6 +89,24 @@ async def test_the_hosts_key_shows_each_host_and_its_backlog() -> None:
         assert not isinstance(app.screen, HostsScreen)
 
 
+async def test_on_a_host_the_view_is_the_host_as_it_sees_itself() -> None:
+    """On an agent host, its own row: cut off, with the backlog it counted itself (no `>=`), and
+    no events in the last hour (no store there)."""
+    own = {**host("laptop-1", link="cut", backlog=30), "seen_from": "this host", "events_1h": None}
+    own["backlog_measured"] = True
+    app = make_app([])
+    app.hosts = FakeHosts([own])
+    async with app.run_test(size=(200, 40)) as pilot:
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.rows)
+        screen = app.screen
+        assert isinstance(screen, HostsScreen)
+        assert cells(screen)["laptop-1"][1:5] == ["cut 1m", "10m ago", "-", "30"]
+        head = str(screen.head.render())
+        assert "this host, as it sees itself: the link to the hub cut" in head
+        assert "30 events wait here for the hub" in head
+
+
 async def test_a_failing_source_is_said_and_asked_again() -> None:
     source = FakeHosts([host("laptop-1", backlog=3)], fail="cannot read the fleet from the bus")
     app = make_app([])

@@ -9,6 +9,11 @@ the hub's collector adds the GENIE stream of every announced host as a source of
 stream (cross-domain sourcing through `$JS.<domain>.API`). While a host's link is down its events
 wait in its stream; once the link is back the hub pulls them, and the stream's de-duplication by
 Nats-Msg-Id keeps each event once.
+
+The hub cannot see through a cut link; the host can see itself. The hub's collector tells each
+host, every few seconds, how far into the host's stream it has reached (`agentwatch.fleet.reached.
+<domain>`); the host keeps the last word in its data dir (OWN_NAME), and `agentwatch hosts` on the
+host shows its own row: its stream's messages past that point, growing while the link is cut.
 """
 
 from __future__ import annotations
@@ -44,10 +49,21 @@ SYNC_S = 2.0
 CUT_AFTER_S = 5.0
 # At most one restart of a host's sourcing in this many seconds.
 RESTART_S = 10.0
+# The hub's word to each host of how far into its stream it has reached (HostSync.step).
+REACHED_PREFIX = "agentwatch.fleet.reached"
+# A host not told for this long counts its link as cut (told every SYNC_S, while the link is up).
+TOLD_WITHIN_S = CUT_AFTER_S + SYNC_S
+# A host's own view of its link, in its data dir: its name and domain, its `up`'s pid, the hub's
+# last word (written by the host's `up`, removed when it stops).
+OWN_NAME = "fleet-host.json"
 
 
 def hosts_subject(domain: str) -> str:
     return f"{HOSTS_PREFIX}.{domain}"
+
+
+def reached_subject(domain: str) -> str:
+    return f"{REACHED_PREFIX}.{domain}"
 
 
 def api_prefix(domain: str) -> str:
@@ -191,6 +207,9 @@ class HostSync:
         added = await add_sources(js, set(known))
         now = time.time()
         self.states = await source_states(nc)
+        for domain, state in self.states.items():  # each host's own view (the module's docstring)
+            with contextlib.suppress(Exception):
+                await nc.publish(reached_subject(domain), json.dumps({"seq": state.seq}).encode())
         for domain, state in self.states.items():
             heard = float(known.get(domain, {}).get("arrived") or 0.0)
             silent = state.active_s is None or state.active_s > CUT_AFTER_S
@@ -275,11 +294,15 @@ class HostStream:
     last_seq: int = 0
     oldest_waiting: float | None = None  # Unix time of the first message not yet at the hub
     reached: bool = False
+    last_at: float | None = None  # Unix time of its last message (asked on the host alone)
 
 
-async def host_stream(nc: Any, domain: str, hub_seq: int, timeout: float = 1.0) -> HostStream:
+async def host_stream(
+    nc: Any, domain: str, hub_seq: int, timeout: float = 1.0, last: bool = False
+) -> HostStream:
     """The host's stream's last sequence and the time of its oldest message the hub does not
-    have yet, asked across the leaf link (an empty answer when the link is down)."""
+    have yet, asked across the leaf link (an empty answer when the link is down); with `last`,
+    the time of its last message too."""
 
     js: JetStreamContext = nc.jetstream(domain=domain, timeout=timeout)
     out = HostStream()
@@ -288,11 +311,14 @@ async def host_stream(nc: Any, domain: str, hub_seq: int, timeout: float = 1.0) 
     except Exception:
         return out
     out.reached, out.last_seq = True, int(info.state.last_seq or 0)
-    if out.last_seq > hub_seq:
+    asked = [(hub_seq + 1, "oldest_waiting")] if out.last_seq > hub_seq else []
+    if last and out.last_seq:
+        asked.append((out.last_seq, "last_at"))
+    for seq, what in asked:
         with contextlib.suppress(Exception):
-            msg = await js.get_msg(STREAM_NAME, hub_seq + 1, next=True)
+            msg = await js.get_msg(STREAM_NAME, seq, next=True)
             if msg.time is not None:
-                out.oldest_waiting = msg.time.timestamp()
+                setattr(out, what, msg.time.timestamp())
     return out
 
 
@@ -307,6 +333,15 @@ class Announcer:
     domain: str
     about: Callable[[], dict[str, Any]] = field(default=dict)
     chore: Callable[[], None] | None = None  # run in a thread before each announcement
+    told: Callable[[int], None] | None = None  # the hub's word of how far it has reached
+
+    async def _heard(self, msg: Any) -> None:
+        try:
+            seq = int(json.loads(msg.data)["seq"])
+        except (ValueError, KeyError, TypeError):
+            return
+        if self.told is not None:
+            self.told(seq)
 
     async def announce(self, nc: Any, js: JetStreamContext) -> None:
         body: dict[str, Any] = {"host": self.name, "domain": self.domain, "at": time.time(), **self.about()}
@@ -318,6 +353,8 @@ class Announcer:
 
     async def run(self, nc: Any, every: float = ANNOUNCE_S) -> None:
         js = nc.jetstream()
+        if self.told is not None:
+            await nc.subscribe(reached_subject(self.domain), cb=self._heard)
         while True:
             if self.chore is not None:
                 try:
@@ -368,11 +405,13 @@ class HostView:
     announced: dict[str, Any]
     source: SourceState | None
     stream: HostStream
+    cut_after: float = CUT_AFTER_S
+    own: bool = False  # this host's view of itself (own_view), not the hub's
 
     @property
     def cut(self) -> bool:
-        """No contact for CUT_AFTER_S (or never): the link, or the host, is down."""
-        return self.source is None or self.source.active_s is None or self.source.active_s > CUT_AFTER_S
+        """No contact for `cut_after` seconds (or never): the link, or the host, is down."""
+        return self.source is None or self.source.active_s is None or self.source.active_s > self.cut_after
 
     @property
     def backlog(self) -> int:
@@ -402,6 +441,53 @@ async def fleet_view(url: str, environ: Mapping[str, str]) -> list[HostView]:
         return views
     finally:
         await nc.close()
+
+
+def own_path(environ: Mapping[str, str]) -> str:
+    return f"{config.data_dir(environ).rstrip('/')}/{OWN_NAME}"
+
+
+def own_state(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """This machine's part in a fleet, when a host's `up` runs here (OWN_NAME); else None."""
+    import os
+
+    try:
+        with open(own_path(environ), "rb") as f:
+            state = json.loads(f.read())
+        os.kill(int(state["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def write_own_state(environ: Mapping[str, str], state: dict[str, Any]) -> None:
+    """Write the host's own view (a temporary file renamed over it: a reader sees it whole)."""
+    import os
+
+    path = own_path(environ)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(state))
+    os.replace(tmp, path)
+
+
+async def own_view(url: str, environ: Mapping[str, str], state: dict[str, Any]) -> HostView:
+    """This host as it sees itself: its stream (on its own bus, whatever the link), and the
+    stream's messages past what the hub last said it has reached (all of them when the hub has
+    said nothing yet)."""
+    from agentwatch.bus.connect import connect
+
+    domain, seq, at = str(state["domain"]), state.get("seq"), state.get("told_at")
+    nc = await connect(url, environ, name="agentwatch-hosts", inbox_prefix=FLEET_INBOX)
+    try:
+        stream = await host_stream(nc, domain, int(seq or 0), timeout=5.0, last=True)
+    finally:
+        await nc.close()
+    source = None
+    if seq is not None and at is not None:
+        source = SourceState(domain, seq=int(seq), active_s=max(time.time() - float(at), 0.0))
+    announced = {**state, "last_seq": stream.last_seq}
+    return HostView(domain, announced, source, stream, cut_after=TOLD_WITHIN_S, own=True)
 
 
 async def forget_host(url: str, environ: Mapping[str, str], domain: str) -> bool:

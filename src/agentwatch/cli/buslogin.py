@@ -61,6 +61,8 @@ _STORE_PUBLISH = [
     "$JS.API.STREAM.MSG.GET.HOSTS",
     "$JS.API.STREAM.PURGE.HOSTS",
     "agentwatch.hosts.*",
+    # The hub's word to each host of how far into its stream it has reached.
+    "agentwatch.fleet.reached.*",
 ]
 _STORE_DENY = [
     "$JS.API.CONSUMER.DELETE.GENIE.agentwatch-store",
@@ -80,6 +82,8 @@ PERMISSIONS: dict[str, dict[str, object]] = {
                 "agentwatch.query",
                 # What JetStream gave up on (the store dead-letters it).
                 "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.GENIE.*",
+                # A host's `up`: the hub's word of how far into its stream it has reached.
+                "agentwatch.fleet.reached.*",
             ]
         },
         # Replies to the requests it received (agentwatch.query), and only those.
@@ -98,6 +102,9 @@ PERMISSIONS: dict[str, dict[str, object]] = {
                 "$JS.API.STREAM.MSG.GET.HOSTS",
                 "$JS.*.API.STREAM.INFO.GENIE",
                 "$JS.*.API.STREAM.MSG.GET.GENIE",
+                # The same on a host's own bus (the server checks the API subject the domain's
+                # maps to): its backlog's oldest message, its last (bus/fleet.py own_view).
+                "$JS.API.STREAM.MSG.GET.GENIE",
             ]
         },
         "subscribe": {"allow": ["genie.>", "agentwatch.alert.>", "_INBOX.>", "_AW_FLEET.>"]},
@@ -108,15 +115,15 @@ PERMISSIONS: dict[str, dict[str, object]] = {
 # A host's leaf connection (`agentwatch up --hub`), as the hub sees it. Into the hub it may send
 # only what sourcing its stream takes: the deliveries of the sourcing consumer ($JS.S.>), the
 # answers to the hub's JetStream requests ($JSC.R.>) and to `agentwatch hosts` (_AW_FLEET.>), and
-# its announcements; out of the hub it
-# receives the JetStream requests for a domain ($JS.<domain>.API.>) and the flow control of the
-# deliveries ($JS.FC.>). It may neither publish nor receive genie.> (events cross the link only
-# by sourcing, never twice by core NATS), nor ask any JetStream API through the hub: a host reads
-# no other host's stream.
+# its announcements; out of the hub it receives the JetStream requests for a domain
+# ($JS.<domain>.API.>), the flow control of the deliveries ($JS.FC.>) and the hub's word of how
+# far it has reached (agentwatch.fleet.reached.*). It may neither publish nor receive genie.>
+# (events cross the link only by sourcing, never twice by core NATS), nor ask any JetStream API
+# through the hub: a host reads no other host's stream.
 LEAF = "leaf"
 LEAF_PERMISSIONS: dict[str, object] = {
     "publish": {"allow": ["$JS.S.>", "$JSC.R.>", "_AW_FLEET.>", "agentwatch.hosts.*"]},
-    "subscribe": {"allow": ["$JS.*.API.>", "$JS.FC.>"]},
+    "subscribe": {"allow": ["$JS.*.API.>", "$JS.FC.>", "agentwatch.fleet.reached.*"]},
 }
 
 

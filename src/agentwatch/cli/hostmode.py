@@ -111,12 +111,24 @@ def cmd_up_host(hub: str, local_nats: Any, probe_bus: Any) -> int:
         ):
             print(line, flush=True)
 
-    announcer = fleet.Announcer(name, domain, _about(environ, server), lambda: _drain(environ))
+    # This host's own view of its link (bus/fleet.py): `agentwatch hosts` here reads it.
+    own = {"host": name, "domain": domain, "pid": os.getpid(), "version": __version__, "nats_version": server,
+           "hub": display_url(hub), "seq": None, "told_at": None}  # fmt: skip
+
+    def told(seq: int) -> None:
+        own.update(seq=seq, told_at=time.time())
+        with contextlib.suppress(OSError):
+            fleet.write_own_state(environ, own)
+
+    fleet.write_own_state(environ, own)
+    announcer = fleet.Announcer(name, domain, _about(environ, server), lambda: _drain(environ), told)
     try:
         asyncio.run(_serve(url, environ, announcer, ready))
     except KeyboardInterrupt:
         pass
     finally:
+        with contextlib.suppress(OSError):
+            os.unlink(fleet.own_path(environ))
         local.stop()
     return 0
 

@@ -5,6 +5,11 @@ seconds), its last event and its events in the last hour (the store's), the back
 the hub and how old its oldest message is (the host's own stream, asked through its domain while
 the link is up; the lag as of the last contact while it is cut), the hook's spool on the host and
 the versions it runs (its announcement).
+
+On an agent host (`up --hub` running here) it shows that host alone, as it sees itself: the link
+is up while the hub tells it, every few seconds, how far into its stream it has reached, and the
+backlog is its stream's messages past that point, counted here, so it grows while the link is cut
+(when the hub can only say `>=N` as of its last contact).
 """
 
 from __future__ import annotations
@@ -47,26 +52,35 @@ def _store_rows(environ: dict[str, str]) -> dict[str, tuple[float | None, int, s
 
 
 def host_rows(environ: dict[str, str]) -> list[dict[str, Any]]:
-    """Every host of the fleet, one dict each (what `--json` prints)."""
-    from agentwatch.bus.fleet import fleet_view
+    """Every host of the fleet, one dict each (what `--json` prints); on a host (`up --hub`
+    running here), that host alone, as it sees itself: its link, and its backlog even while cut."""
+    from agentwatch.bus.fleet import fleet_view, own_state, own_view
 
     url = config.nats_url(environ)
+    own = own_state(environ)
     try:
-        views = asyncio.run(fleet_view(url, environ))
+        views = [asyncio.run(own_view(url, environ, own))] if own else asyncio.run(fleet_view(url, environ))
     except Exception as exc:
         raise CliError(f"cannot read the fleet from the bus at {config.display_urls(url)}: {exc}") from None
-    store = _store_rows(environ) or {}
+    store = {}
+    if own:  # a host's own row: no store here, the hook's spool beside it
+        from agentwatch.emitter.hook import spool_for
+
+        views[0].announced["spool_bytes"] = spool_for(environ).status().bytes
+    else:
+        store = _store_rows(environ) or {}
     now = time.time()
     rows = []
     for v in views:
         a = v.announced
         name = str(a.get("host") or v.domain)
-        last, hour, harnesses = store.get(name, (None, 0, ""))
+        last, hour, harnesses = store.get(name, (v.stream.last_at, None if v.own else 0, ""))
         src = v.source
         rows.append(
             {
                 "host": name,
                 "domain": v.domain,
+                "seen_from": "this host" if v.own else "the hub",
                 "link": "cut" if v.cut else "up",
                 "last_contact_s": None if src is None or src.active_s is None else round(src.active_s, 1),
                 "last_event": last,
@@ -81,6 +95,7 @@ def host_rows(environ: dict[str, str]) -> list[dict[str, Any]]:
                 "nats_version": a.get("nats_version"),
                 "harnesses": harnesses,
                 "announced_at": a.get("at"),
+                **({"hub": a.get("hub")} if v.own else {}),
                 "error": src.error if src else "",
             }
         )
@@ -107,6 +122,8 @@ def cmd_hosts(args: argparse.Namespace) -> int:
     elif not rows:
         print("no hosts: agent hosts join with `agentwatch up --hub URL` (docs/deploy.md)")
     else:
+        if rows[0]["seen_from"] == "this host":
+            print(f"this host, as it sees itself (the hub is {rows[0].get('hub') or '?'}):")
         print(_table(rows))
     return 0
 
@@ -132,7 +149,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     hosts = sub.add_parser(
         "hosts",
         help="the fleet's agent hosts: link, events, backlog not yet at the hub, spool, versions",
-        description="The agent hosts of a fleet (`agentwatch up --hub`), as the hub sees them. "
+        description="The agent hosts of a fleet (`agentwatch up --hub`), as the hub sees them; on an "
+        "agent host, that host as it sees itself (its backlog counted there, even while its link is cut). "
         "`hosts forget NAME` stops sourcing a host that went away for good.",
     )
     hosts.add_argument("action", nargs="?", choices=["list", "forget"], default="list")

@@ -3,6 +3,8 @@ seconds.
 
 Per host: its link (cut, and since when), its last event and events in the last hour, the backlog
 not yet at the hub and the age of its oldest message, the hook's spool and the versions it runs.
+On an agent host (`up --hub`) the one row is the host as it sees itself, its backlog growing
+while its link is cut (what the hub cannot see).
 The rows come from a callable the command that opens the dashboard hands the app (the one
 `agentwatch hosts --json` prints, cli/hosts.py), called in a worker thread: it asks the bus and the
 store, which takes up to a few seconds when either is away.
@@ -84,9 +86,14 @@ class HostsScreen(Screen[None]):
             self.head.update(Text(NO_HOSTS, style="dim"))
             return
         cut = sum(1 for r in rows if r["link"] != "up")
-        head = Text(f"hosts  {len(rows)} in the fleet", style="bold")
-        if cut:
-            head.append(f" · {cut} cut off", style="bold red")
+        if rows[0].get("seen_from") == "this host":  # a host's own row: the hub cannot see it while cut
+            head = Text(f"this host, as it sees itself: the link to the hub {rows[0]['link']}", style="bold")
+            if cut:
+                head.append(f" · {rows[0]['backlog']:,} events wait here for the hub", style="bold red")
+        else:
+            head = Text(f"hosts  {len(rows)} in the fleet", style="bold")
+            if cut:
+                head.append(f" · {cut} cut off", style="bold red")
         head.append(f"   asked every {self.refresh_seconds:g}s; r asks now", style="dim")
         self.head.update(head)
 
