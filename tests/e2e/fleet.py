@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import clean_env, free_port, run_cli, tool
+from tests.conftest import clean_env, free_port, run_cli, tool, wait_port
 from tests.integration.test_store import Service
 
 
@@ -117,9 +117,14 @@ class Hub:
         assert code == 0, output
         return output
 
-    def leaf_url(self, port: int) -> str:
-        password = (Path(self.env["AGENTWATCH_DATA_DIR"]) / "bus" / "leaf.password").read_text().strip()
-        return f"nats-leaf://leaf:{password}@127.0.0.1:{port}"
+    def add_host(self, name: str, port: int) -> str:
+        """`agentwatch hosts add NAME` on the hub: the URL it prints for the host, to the leaf port
+        at `port` (the host's proxy)."""
+        result = run_cli("hosts", "add", name, env=self.env)
+        assert result.returncode == 0, result.stderr
+        assert "the hub's running bus took it" in result.stdout, result.stdout
+        url = next(line for line in result.stdout.splitlines() if line.startswith("AGENTWATCH_HUB_URL="))
+        return url.partition("=")[2].replace(f"127.0.0.1:{self.leaf_port}", f"127.0.0.1:{port}")
 
     def hosts(self) -> dict[str, dict[str, Any]]:
         result = run_cli("hosts", "--json", env=self.env)
@@ -167,8 +172,9 @@ class Host:
             AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}",
             AGENTWATCH_HOST=name,
         )
-        # The hub's URL with the leaf password from the environment, never on the command line.
-        self.service = Service(["up"], {**self.env, "AGENTWATCH_HUB_URL": hub.leaf_url(self.link.port)})
+        # The hub's URL with the host's own leaf login, from the environment, never on the command line.
+        self.hub_url = hub.add_host(name, self.link.port)
+        self.service = Service(["up"], {**self.env, "AGENTWATCH_HUB_URL": self.hub_url})
         self.sent = 0
         self._count = threading.Lock()
         self.hook = tool("agentwatch-emit")
@@ -210,6 +216,29 @@ class Host:
         from agentwatch.emitter.hook import spool_for
 
         return spool_for(self.env).status().bytes
+
+
+class RogueLeaf:
+    """A nats-server of someone's own making, joined to the hub as a leaf with `url`'s login (a
+    host's machine in the wrong hands): what its clients may hear through the hub."""
+
+    def __init__(self, root: Path, url: str) -> None:
+        self.port = free_port()
+        conf = root / f"rogue-{self.port}.conf"
+        conf.write_text(json.dumps({"leafnodes": {"remotes": [{"urls": [url]}]}}))
+        args = [tool("nats-server"), "-a", "127.0.0.1", "-p", str(self.port), "-n", f"rogue-{self.port}"]
+        self.proc = subprocess.Popen(
+            [*args, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        wait_port(self.port)
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
 
 
 class Publisher:

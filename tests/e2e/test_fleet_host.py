@@ -17,7 +17,7 @@ import pytest
 
 from agentwatch.bus import fleet as bus_fleet
 from tests.conftest import bus_login
-from tests.e2e.fleet import Host, Hub
+from tests.e2e.fleet import Host, Hub, RogueLeaf
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +121,42 @@ def test_a_host_reads_no_other_hosts_stream(hub_and_hosts: tuple[Hub, Host, Host
     other = asyncio.run(read(bus_login(one.env, "store"), "beta-local"))
     assert not other.startswith("read"), other
     assert asyncio.run(read(bus_login(two.env, "store"), "beta-local")).startswith("read")
+
+
+def test_a_hosts_login_hears_the_hubs_requests_for_its_own_domain_alone(
+    hub_and_hosts: tuple[Hub, Host, Host], tmp_path: Path
+) -> None:
+    """Alpha's leaf login in the wrong hands (a nats-server of one's own making, joined to the hub
+    with it): through the hub it hears the hub's JetStream requests for alpha, never those for
+    beta, so it can neither read nor answer for another host."""
+    hub, one, _ = hub_and_hosts
+    rogue = RogueLeaf(tmp_path, one.hub_url)
+    heard: dict[str, int] = {"alpha": 0, "beta-local": 0}
+
+    async def listen() -> None:
+        nc = await nats.connect(rogue.url, max_reconnect_attempts=50, reconnect_time_wait=0.2)
+        try:
+            for domain in heard:
+
+                async def count(_msg: object, domain: str = domain) -> None:
+                    heard[domain] += 1
+
+                await nc.subscribe(f"$JS.{domain}.API.>", cb=count)
+            await nc.flush()
+            await asyncio.sleep(3.0)  # the interest reaches the hub over the new leaf connection
+            for _ in range(3):  # the hub asks each linked host's stream through its domain
+                rows = await asyncio.to_thread(hub.hosts)
+                assert rows["beta.local"]["backlog_measured"], rows["beta.local"]  # beta answered
+                await asyncio.sleep(0.5)
+        finally:
+            await nc.close()
+
+    try:
+        asyncio.run(listen())
+    finally:
+        rogue.stop()
+    assert heard["alpha"] > 0, "the rogue leaf never joined: the test saw nothing"
+    assert heard["beta-local"] == 0, f"alpha's login heard {heard['beta-local']} requests meant for beta"
 
 
 def test_forget_stops_sourcing_a_host(hub_and_hosts: tuple[Hub, Host, Host], tmp_path: Path) -> None:

@@ -232,7 +232,7 @@ def test_host_compose_has_no_secret_in_clear(host_compose: dict[str, Any]) -> No
     for path, value in _strings(host_compose):
         assert not URL_USERINFO.search(value), f"{path}: a literal password in a URL"
         assert "nats-leaf://" not in value, f"{path}: the hub's URL belongs in the environment"
-    assert "AGENTWATCH_HUB_URL=nats-leaf://leaf:<" in text  # the comment says what to set, no password
+    assert "AGENTWATCH_HUB_URL=nats-leaf://leaf-<host>:<" in text  # the comment says what to set, no password
 
 
 # --- Dockerfile -------------------------------------------------------------------------------

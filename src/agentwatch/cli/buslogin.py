@@ -112,19 +112,90 @@ PERMISSIONS: dict[str, dict[str, object]] = {
 }
 
 
-# A host's leaf connection (`agentwatch up --hub`), as the hub sees it. Into the hub it may send
-# only what sourcing its stream takes: the deliveries of the sourcing consumer ($JS.S.>), the
+# A host's leaf connection (`agentwatch up --hub`), as the hub sees it: each host logs in as its
+# own user, `leaf-<domain>` (`agentwatch hosts add NAME` on the hub makes it). Into the hub it may
+# send only what sourcing its stream takes: the deliveries of the sourcing consumer ($JS.S.>), the
 # answers to the hub's JetStream requests ($JSC.R.>) and to `agentwatch hosts` (_AW_FLEET.>), and
-# its announcements; out of the hub it receives the JetStream requests for a domain
+# its own announcements; out of the hub it receives the JetStream requests for its own domain
 # ($JS.<domain>.API.>), the flow control of the deliveries ($JS.FC.>) and the hub's word of how
-# far it has reached (agentwatch.fleet.reached.*). It may neither publish nor receive genie.>
-# (events cross the link only by sourcing, never twice by core NATS), nor ask any JetStream API
-# through the hub: a host reads no other host's stream.
-LEAF = "leaf"
-LEAF_PERMISSIONS: dict[str, object] = {
-    "publish": {"allow": ["$JS.S.>", "$JSC.R.>", "_AW_FLEET.>", "agentwatch.hosts.*"]},
-    "subscribe": {"allow": ["$JS.*.API.>", "$JS.FC.>", "agentwatch.fleet.reached.*"]},
-}
+# far it has reached into its own stream. It may neither publish nor receive genie.> (events
+# cross the link only by sourcing, never twice by core NATS), nor ask any JetStream API through
+# the hub, nor hear (and so answer) the hub's requests for another host's domain: a host reads no
+# other host's stream and speaks for no other host.
+LEAF_PREFIX = "leaf-"
+
+
+def leaf_user(domain: str) -> str:
+    return f"{LEAF_PREFIX}{domain}"
+
+
+def leaf_permissions(domain: str) -> dict[str, object]:
+    return {
+        "publish": {"allow": ["$JS.S.>", "$JSC.R.>", "_AW_FLEET.>", f"agentwatch.hosts.{domain}"]},
+        "subscribe": {"allow": [f"$JS.{domain}.API.>", "$JS.FC.>", f"agentwatch.fleet.reached.{domain}"]},
+    }
+
+
+def host_logins(environ: Mapping[str, str]) -> dict[str, str]:
+    """Each host's leaf password, by domain (<data dir>/bus/leaf-<domain>.password)."""
+    folder = Path(config.login_dir(environ))
+    found = {}
+    for path in sorted(folder.glob(f"{LEAF_PREFIX}*.password")):
+        password = path.read_text().strip()
+        if password:
+            found[path.name[len(LEAF_PREFIX) : -len(".password")]] = password
+    return found
+
+
+def add_host_login(environ: Mapping[str, str], domain: str) -> str:
+    """Host `domain`'s leaf password, made (mode 0600) if it has none yet."""
+    return ensure_logins(environ, (leaf_user(domain),), roles=())[leaf_user(domain)]
+
+
+def drop_host_login(environ: Mapping[str, str], domain: str) -> bool:
+    """Remove host `domain`'s leaf password; False when it had none."""
+    try:
+        os.unlink(config.login_path(environ, leaf_user(domain)))
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _leaf_users(environ: Mapping[str, str]) -> list[dict[str, object]]:
+    return [
+        {"user": leaf_user(d), "password": pw, "permissions": leaf_permissions(d)}
+        for d, pw in host_logins(environ).items()
+    ]
+
+
+def reload_host_logins(environ: Mapping[str, str]) -> str:
+    """Write the hosts' leaf users into the hub's server config and have its running nats-server
+    read it again (SIGHUP): how it went, in words. The config's other parts stay as `up` wrote
+    them."""
+    import signal
+
+    path = Path(config.login_dir(environ)) / CONFIG_NAME
+    try:
+        text = path.read_text()
+        body = json.loads(text[text.index("{") :])
+    except (OSError, ValueError):
+        return "the hub's bus takes it at its next `agentwatch up` (no server config yet)"
+    if "listen" not in body.get("leafnodes", {}):
+        return "this bus takes no hosts: start the hub's `agentwatch up` with AGENTWATCH_LEAF_ADDR"
+    users = body["accounts"][ACCOUNT]["users"]
+    users[:] = [u for u in users if not str(u.get("user", "")).startswith(LEAF_PREFIX)] + _leaf_users(environ)
+    _write_private(path, text[: text.index("{")] + json.dumps(body, indent=2) + "\n")
+    try:
+        pid = int(Path(server_pid_path(environ)).read_text().strip())
+        os.kill(pid, signal.SIGHUP)
+    except (OSError, ValueError):
+        return "the hub's bus takes it at its next `agentwatch up` (its nats-server is not running)"
+    return "the hub's running bus took it"
+
+
+def server_pid_path(environ: Mapping[str, str]) -> str:
+    """Where `up`'s nats-server writes its pid (nats-server -P)."""
+    return os.path.join(config.data_dir(environ), "nats-server.pid")
 
 
 class Fleet:
@@ -133,7 +204,7 @@ class Fleet:
 
     def __init__(self, *, leaf_listen: str = "", hub: str = "", domain: str = "") -> None:
         self.leaf_listen = leaf_listen  # host:port (the hub)
-        self.hub = hub  # nats-leaf://leaf:password@hub:7422 (a host)
+        self.hub = hub  # nats-leaf://leaf-<domain>:password@hub:7422 (a host)
         self.domain = domain
 
 
@@ -149,13 +220,15 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def ensure_logins(environ: Mapping[str, str], more: tuple[str, ...] = ()) -> dict[str, str]:
+def ensure_logins(
+    environ: Mapping[str, str], more: tuple[str, ...] = (), roles: tuple[str, ...] = config.ROLES
+) -> dict[str, str]:
     """Each role's password (and each of `more`'s), made (and written, mode 0600) for those that
     have none yet."""
     folder = Path(config.ensure_dir(config.login_dir(environ)))
     folder.chmod(0o700)
     passwords = {}
-    for role in (*config.ROLES, *more):
+    for role in (*roles, *more):
         path = Path(config.login_path(environ, role))
         try:
             password = path.read_text().strip()
@@ -170,16 +243,24 @@ def ensure_logins(environ: Mapping[str, str], more: tuple[str, ...] = ()) -> dic
     return passwords
 
 
-def server_config(passwords: dict[str, str], fleet: Fleet | None = None, store_dir: str = "") -> str:
+def server_config(
+    passwords: dict[str, str],
+    fleet: Fleet | None = None,
+    store_dir: str = "",
+    leaf_users: list[dict[str, object]] | None = None,
+    server_name: str = "",
+) -> str:
     """nats-server's config: the account, JetStream enabled in it, a user per role; in a fleet
-    the hub's leaf port and its `leaf` user, or a host's domain and leaf connection. JSON is valid
-    in nats-server's config syntax, and quotes every password and subject as it is."""
-    users = [
+    the hub's leaf port and each host's leaf user, or a host's domain and leaf connection. JSON
+    is valid in nats-server's config syntax, and quotes every password and subject as it is."""
+    users: list[dict[str, object]] = [
         {"user": role, "password": passwords[role], "permissions": PERMISSIONS[role]} for role in config.ROLES
     ]
     accounts: dict[str, object] = {"accounts": {ACCOUNT: {"jetstream": "enabled", "users": users}}}
+    if server_name:  # as on the command line (-n): a reload (SIGHUP) reads the name from here
+        accounts["server_name"] = server_name
     if fleet is not None and fleet.leaf_listen:
-        users.append({"user": LEAF, "password": passwords[LEAF], "permissions": LEAF_PERMISSIONS})
+        users.extend(leaf_users or [])
         # Hosts reach the hub at the URL they were given (a proxy, a load balancer, a NAT): the
         # hub does not tell them its own addresses to reconnect to instead.
         accounts["leafnodes"] = {"listen": fleet.leaf_listen, "no_advertise": True}
@@ -193,11 +274,13 @@ def server_config(passwords: dict[str, str], fleet: Fleet | None = None, store_d
     return head + json.dumps(accounts, indent=2) + "\n"
 
 
-def write_server_config(environ: Mapping[str, str], fleet: Fleet | None = None, store_dir: str = "") -> str:
+def write_server_config(
+    environ: Mapping[str, str], fleet: Fleet | None = None, store_dir: str = "", server_name: str = ""
+) -> str:
     """The logins made if need be, the server's config written (mode 0600); its path."""
     path = Path(config.login_dir(environ)) / CONFIG_NAME
-    passwords = ensure_logins(environ, (LEAF,) if fleet is not None and fleet.leaf_listen else ())
-    _write_private(path, server_config(passwords, fleet, store_dir))
+    passwords = ensure_logins(environ)
+    _write_private(path, server_config(passwords, fleet, store_dir, _leaf_users(environ), server_name))
     return str(path)
 
 

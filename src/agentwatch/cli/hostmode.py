@@ -25,14 +25,29 @@ LEAF_SCHEMES = ("nats-leaf://", "nats://", "tls://", "ws://", "wss://")
 
 
 def hub_url(value: str) -> str:
-    """The hub's leaf URL as given (nats-leaf://leaf:PASSWORD@hub:7422), or CliError."""
+    """The hub's leaf URL as given (nats-leaf://leaf-NAME:PASSWORD@hub:7422), or CliError."""
     value = value.strip()
     if not value.startswith(LEAF_SCHEMES) or "," in value:
         raise CliError(
-            f"--hub takes one URL of the hub's leaf port, e.g. nats-leaf://leaf:PASSWORD@hub:7422 "
-            f"(the hub's `leaf` login is in its data dir: bus/leaf.password), not {display_url(value)}"
+            f"--hub takes one URL of the hub's leaf port, e.g. nats-leaf://leaf-NAME:PASSWORD@hub:7422 "
+            f"(`agentwatch hosts add NAME` on the hub prints this host's), not {display_url(value)}"
         )
     return value
+
+
+def _check_login(hub: str, name: str, domain: str) -> None:
+    """The hub lets a host's login speak for its own domain alone: a URL made for another host
+    would join, and never be sourced."""
+    from urllib.parse import urlsplit
+
+    from agentwatch.cli.buslogin import LEAF_PREFIX, leaf_user
+
+    user = urlsplit(hub).username or ""
+    if user.startswith(LEAF_PREFIX) and user != leaf_user(domain):
+        raise CliError(
+            f"the hub's URL logs in as {user}, another host's login; this host is {name} (AGENTWATCH_HOST, "
+            f"else the machine's name): `agentwatch hosts add {name}` on the hub prints its own"
+        )
 
 
 def _about(environ: dict[str, str], server: str) -> Any:
@@ -76,6 +91,7 @@ def cmd_up_host(hub: str, local_nats: Any, probe_bus: Any) -> int:
     started = time.monotonic()
     name = config.host_name(environ)
     domain = config.host_domain(name)
+    _check_login(hub, name, domain)
     url = config.nats_url(environ)
     try:
         urls = parse_urls(url)

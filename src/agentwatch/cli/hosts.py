@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from agentwatch import config
+from agentwatch.cli import buslogin
 from agentwatch.cli.errors import CliError, require
 from agentwatch.format import HOST_COLUMNS, host_cells
 
@@ -116,11 +117,16 @@ def cmd_hosts(args: argparse.Namespace) -> int:
     environ = dict(os.environ)
     if args.action == "forget":
         return _forget(environ, args.name)
+    if args.action == "add":
+        return _add(environ, args.name)
     rows = host_rows(environ)
     if args.json:
         print(json.dumps(rows, indent=2))
     elif not rows:
-        print("no hosts: agent hosts join with `agentwatch up --hub URL` (docs/deploy.md)")
+        print(
+            "no hosts: `agentwatch hosts add NAME` on the hub prints the URL host NAME joins with "
+            "(`agentwatch up --hub URL`, docs/deploy.md)"
+        )
     else:
         if rows[0]["seen_from"] == "this host":
             print(f"this host, as it sees itself (the hub is {rows[0].get('hub') or '?'}):")
@@ -139,9 +145,30 @@ def _forget(environ: dict[str, str], name: str | None) -> int:
         known = asyncio.run(forget_host(url, environ, domain))
     except Exception as exc:
         raise CliError(f"cannot change the fleet on the bus at {config.display_urls(url)}: {exc}") from None
-    if not known:
+    login = buslogin.drop_host_login(environ, domain)
+    if not known and not login:
         raise CliError(f"no host {name} in the fleet (`agentwatch hosts` lists them)", 1)
     print(f"forgot host {name}: the hub no longer sources its stream (it joins again if it announces itself)")
+    if login:
+        print(f"its leaf login is gone: {buslogin.reload_host_logins(environ)}")
+    return 0
+
+
+def _add(environ: dict[str, str], name: str | None) -> int:
+    """`hosts add NAME`: host NAME's own leaf login on this hub, and the URL it joins with."""
+    if not name:
+        raise CliError("hosts add NAME: which host (its AGENTWATCH_HOST, else its machine's name)")
+    domain = config.host_domain(name)
+    password = buslogin.add_host_login(environ, domain)
+    how = buslogin.reload_host_logins(environ)
+    addr = environ.get("AGENTWATCH_LEAF_ADDR", "").strip() or "HUB:7422"
+    host, _, port = addr.rpartition(":")
+    if host in ("", "0.0.0.0", "::", "[::]"):  # noqa: S104 - an address to replace, not to bind
+        host = "HUB"
+    print(f"host {name}'s leaf login is {buslogin.leaf_user(domain)}; {how}")
+    print(f"on {name}, in a 0600 environment file (HUB: this hub's address as {name} reaches it):")
+    print(f"AGENTWATCH_HOST={name}")
+    print(f"AGENTWATCH_HUB_URL=nats-leaf://{buslogin.leaf_user(domain)}:{password}@{host}:{port or 7422}")
     return 0
 
 
@@ -151,9 +178,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the fleet's agent hosts: link, events, backlog not yet at the hub, spool, versions",
         description="The agent hosts of a fleet (`agentwatch up --hub`), as the hub sees them; on an "
         "agent host, that host as it sees itself (its backlog counted there, even while its link is cut). "
-        "`hosts forget NAME` stops sourcing a host that went away for good.",
+        "`hosts add NAME` makes host NAME's own login on this hub and prints the URL it joins with; "
+        "`hosts forget NAME` stops sourcing a host that went away for good, and drops its login.",
     )
-    hosts.add_argument("action", nargs="?", choices=["list", "forget"], default="list")
-    hosts.add_argument("name", nargs="?", help="with forget: the host")
+    hosts.add_argument("action", nargs="?", choices=["list", "add", "forget"], default="list")
+    hosts.add_argument("name", nargs="?", help="with add or forget: the host")
     hosts.add_argument("--json", action="store_true", help="one JSON object per host, in a list")
     hosts.set_defaults(func=cmd_hosts)

@@ -150,13 +150,16 @@ class LocalNats:
         args = [binary, "-a", self.url.host, "-p", str(self.url.port), "-js", "-sd", self.store_dir,
                 "-n", "agentwatch", "-l", self.log_path]  # fmt: skip
         if self.logins:  # the users and their passwords in a file, never on the command line
-            conf = buslogin.write_server_config(self.environ, self.fleet, self.store_dir)
-            args[1:1] = ["-c", conf]
-            self.adopted = buslogin.adopt_global_streams(self.store_dir)
-            if self.fleet is not None and self.fleet.hub:  # JetStream (with its domain) as configured
+            if self.fleet is not None and self.fleet.hub:
                 # Each server of a fleet has a name of its own: the hub refuses a second leaf
                 # connection from a server whose name it already has.
                 args[args.index("-n") + 1] = f"agentwatch-{self.fleet.domain}"
+            name = args[args.index("-n") + 1]
+            conf = buslogin.write_server_config(self.environ, self.fleet, self.store_dir, name)
+            # Its pid, for `agentwatch hosts add` to have it read its config again (SIGHUP).
+            args[1:1] = ["-c", conf, "-P", buslogin.server_pid_path(self.environ)]
+            self.adopted = buslogin.adopt_global_streams(self.store_dir)
+            if self.fleet is not None and self.fleet.hub:  # JetStream (with its domain) as configured
                 args.remove("-js")
                 del args[args.index("-sd") : args.index("-sd") + 2]
         self.proc = subprocess.Popen(
@@ -387,8 +390,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             bus_line += "; the streams kept from before it had logins moved into its account"
         if fleet is not None:
             bus_line += (
-                f"\nfleet:       hosts join on nats-leaf://leaf:PASSWORD@{fleet.leaf_listen} "
-                f"(`agentwatch up --hub URL`; the password in {config.login_path(environ, 'leaf')})"
+                f"\nfleet:       hosts join on {fleet.leaf_listen}, each with its own login: "
+                "`agentwatch hosts add NAME` prints the URL for host NAME's `agentwatch up --hub URL`"
             )
     else:
         if not probe.info.get("jetstream"):
@@ -450,7 +453,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--hub",
         metavar="URL",
         help="run this machine as an agent host of a fleet: its bus a leaf of the hub at URL "
-        "(nats-leaf://leaf:PASSWORD@hub:7422; or AGENTWATCH_HUB_URL, which keeps the password off the "
+        "(nats-leaf://leaf-NAME:PASSWORD@hub:7422, from `agentwatch hosts add NAME` on the hub; or "
+        "AGENTWATCH_HUB_URL, which keeps the password off the "
         "command line), its events kept in its own stream until the hub has them; no store here",
     )
     up.add_argument(

@@ -414,28 +414,13 @@ def _detach(spool: Spool, held: str, deadline: float) -> str:
     in-flight file the child holds now."""
     if not _run["detach"]:
         return held
-    parent, _run["phase"] = posix.getpid(), PREPARING  # a stop is noted, not acted on, meanwhile
-    try:
-        told, tell = posix.pipe()
-    except OSError:
-        return held
+    _run["phase"] = PREPARING  # a stop is noted, not acted on, meanwhile
     # No deadline in this process from the fork to its exit: it would spool what the child sends.
     was = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-    try:
-        child = posix.fork()
-    except OSError:
-        child = -1
+    child, held = spool.fork_over(held)
     if child > 0:
-        # Named after the child before this process is gone: a file named after a process that
-        # is gone is another run's to recover (the event sent twice, and counted twice on disk).
-        spool.hand_over(held, parent, child)
-        posix._exit(0)  # closes `tell`: the child reads its end
+        posix._exit(0)
     signal.pthread_sigmask(signal.SIG_SETMASK, was)
-    posix.close(tell)
-    if child == 0:
-        posix.read(told, 1)  # the parent named the file, or died first (then the child names it)
-        held = spool.hand_over(held, parent)
-    posix.close(told)
     if child == 0:
         quiet = posix.open("/dev/null", posix.O_RDWR)  # the agent reads the hook's stdout to its end
         for fd in (0, 1, 2):

@@ -188,6 +188,30 @@ class Spool:
             return held
         return mine
 
+    def fork_over(self, held: str) -> tuple[int, str]:
+        """Fork a child to take over the run whose in-flight file is `held`: (the child's pid, in
+        the parent, once the file is named after the child; 0 in the child; -1 where fork fails)
+        and the file's path. Named before the parent leaves, never after: a file named after a
+        process that is gone is another run's to recover, and would be sent twice."""
+        parent = posix.getpid()
+        try:
+            told, tell = posix.pipe()
+        except OSError:
+            return -1, held
+        try:
+            child = posix.fork()
+        except OSError:
+            child = -1
+        if child > 0:
+            self.hand_over(held, parent, child)
+            return child, held  # the parent leaves, closing `tell`: the child reads its end
+        posix.close(tell)
+        if child == 0:
+            posix.read(told, 1)  # the parent named the file, or died first (then the child names it)
+            held = self.hand_over(held, parent)
+        posix.close(told)
+        return child, held
+
     def release(self, held: str) -> None:
         """The bus confirmed what `held` holds, or the queue took it: forget it. (Deleted: it was
         never renamed over another file, so ext4 has not begun writing it out, and nothing waits.)"""

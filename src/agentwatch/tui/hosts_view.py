@@ -30,7 +30,10 @@ from agentwatch.tui.store_screen import table
 # The fleet's rows, one dict per host (cli/hosts.py host_rows); raises when it cannot be read.
 HostsSource = Callable[[], list[dict[str, Any]]]
 REFRESH_SECONDS = 5.0
-NO_HOSTS = "no hosts: agent hosts join with `agentwatch up --hub URL` (docs/deploy.md)"
+NO_HOSTS = (
+    "no hosts: `agentwatch hosts add NAME` on the hub prints the URL host NAME joins with "
+    "(`agentwatch up --hub URL`, docs/deploy.md)"
+)
 
 
 class HostsScreen(Screen[None]):
