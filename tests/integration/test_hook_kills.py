@@ -411,6 +411,7 @@ def test_coverage_shows_what_waits_in_the_spool_and_recovers_after_a_flush(
     wait_rows(store_env, "SELECT count() AS n FROM events FINAL WHERE session_id = 'covered'", 5)
     (row,) = sql_rows(store_env, query)
     assert (row["max_seq"], row["stored"], row["missing"], row["coverage_pct"]) == (5, 5, 0, 100)
+    assert row["spool_bytes"] == 0, "the flushed events, stored last, say the spool is empty"
 
 
 def test_a_run_killed_while_it_made_its_messages_is_rebuilt_from_its_stdin(tmp_path: Path) -> None:

@@ -380,6 +380,8 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
             for t in ("events_local", "events", "events_in")
         ),
         f"ALTER TABLE events_in_mv {ON_CLUSTER} MODIFY QUERY",
+        # 025_spool_by_arrival: coverage again, its spool_bytes the last stored
+        f"CREATE OR REPLACE VIEW coverage {ON_CLUSTER} AS",
     ]
 
 
@@ -428,6 +430,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 2  # 022_call_outcomes: tool_calls, tool_calls_since
         + 2  # 023_invalid_input: the agent rollup's view dropped and made again
         + 4  # 024_hook_time: three columns, a view's query
+        + 1  # 025_spool_by_arrival: coverage
     )
     assert all(ON_CLUSTER in s for s in statements)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import posix
+import time
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,20 @@ def test_an_append_the_disk_stops_part_way_leaves_nothing_of_it(
         f.write(b"genie.agent.a.response 03ID {")  # a writer killed mid-line
     assert spool.append(MESSAGES)
     assert (tmp_path / "spool" / "queue").read_bytes().endswith(b"03ID {\n" + before)
+
+
+def test_a_flushed_event_says_what_the_spool_still_holds_when_it_is_sent(tmp_path: Path) -> None:
+    """`spool_bytes` says what the spool held, unsent, when the event was published: for a
+    spooled event, what is left once the batch it is sent in is confirmed (0 for the last). A
+    quoted `"spool_bytes":` inside a string is not the envelope's and stays as it was."""
+    from agentwatch.emitter.spool import restamp
+
+    spool = Spool(str(tmp_path / "spool"))
+    body = b'{"v":1,"id":"01A","text":"say \\"spool_bytes\\":7","seq":1,"spool_bytes":%d,"data":{}}'
+    spool.append([("genie.agent.a.stop", f"01A{n}", body % (n * 1000)) for n in range(3)])
+    sent: list[bytes] = []
+    spool.flush(lambda batch: sent.extend(b for _, _, b in batch), deadline=time.monotonic() + 10)
+    assert len(sent) == 3 and all(b'"spool_bytes":0,' in b for b in sent), sent
+    assert all(b'say \\"spool_bytes\\":7' in b for b in sent)
+    assert restamp(b'{"spool_bytes":123456,"x":1}', 42) == b'{"spool_bytes":42,"x":1}'
+    assert restamp(b'{"x":1}', 42) == b'{"x":1}'

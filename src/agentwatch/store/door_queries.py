@@ -73,8 +73,10 @@ COST_BY_REPO = Query(
     "FROM cost_by_owner GROUP BY repo HAVING calls > 0 ORDER BY repo"
 )
 
-# The spool backlog each host's hook reported last, over the last day of numbered events.
+# The spool backlog each host's hook reported last (the event stored last: a flushed event says
+# what its spool still held when it was sent), over the last day of numbered events.
 SPOOL_BY_HOST = Query(
-    "SELECT toString(host) AS host, argMax(spool_bytes, (timestamp, id)) AS spool_bytes FROM events "
-    "WHERE timestamp >= now64(3) - INTERVAL 1 DAY AND seq > 0 GROUP BY host ORDER BY spool_bytes DESC, host"
+    "SELECT toString(host) AS host, argMax(spool_bytes, (stored_at, timestamp, id)) AS spool_bytes "
+    "FROM events WHERE timestamp >= now64(3) - INTERVAL 1 DAY AND seq > 0 GROUP BY host "
+    "ORDER BY spool_bytes DESC, host"
 )
