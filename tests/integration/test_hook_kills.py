@@ -479,6 +479,36 @@ def test_a_run_killed_while_it_read_its_stdin_leaves_an_event_that_says_so(tmp_p
     assert event["seq"] == 1
 
 
+def test_a_large_stdin_cut_by_the_deadline_keeps_its_head_and_its_session(tmp_path: Path) -> None:
+    """Stdin over the size the hook keeps on disk as it reads (1 MiB) is read on into memory; a
+    run whose deadline comes meanwhile (its writer stalled after 2 MiB) leaves the event that
+    says how far it read, kept with the session the payload's head names, not a piece from the
+    middle of it with no session at all."""
+    data = tmp_path / "data"
+    env = clean_env(
+        AGENTWATCH_DATA_DIR=str(data),
+        AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}",
+        AGENTWATCH_DEADLINE_MS="500",
+    )
+    head = json.dumps({"session_id": "big-cut", "hook_event_name": "PostToolUse", "tool_name": "Bash"})
+    payload = (head[:-1] + ', "tool_response": {"stdout": "' + "z" * (4 << 20)).encode()
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([tool("agentwatch-emit")], stdin=read_end, stdout=subprocess.PIPE, env=env)
+    os.close(read_end)
+    writer = threading.Thread(target=lambda: os.write(write_end, payload[: 2 << 20]), daemon=True)
+    writer.start()
+    try:
+        out, _ = proc.communicate(timeout=20)  # the deadline ends the run; the writer never finishes
+    finally:
+        os.close(write_end)
+        writer.join(5)
+    assert proc.returncode == 0 and out == b""
+    (line,) = (data / "spool" / "queue").read_bytes().splitlines()
+    event = json.loads(line.split(b" ", 2)[2])
+    assert event["event"] == "InvalidPayload" and event["session_id"] == "big-cut", event["data"]["error"]
+    assert "the hook run was stopped after reading 1048576 bytes of its input" in event["data"]["error"]
+
+
 def test_a_stop_signal_while_stdin_is_read_waits_for_its_end_and_keeps_the_event(tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = clean_env(AGENTWATCH_DATA_DIR=str(data), AGENTWATCH_NATS_URL=f"nats://127.0.0.1:{free_port()}")

@@ -129,7 +129,9 @@ def rescue(spool: Spool, header: Callable[[], bytes]) -> None:
     try:
         fd = sys.stdin.fileno() if sys.stdin is not None else 0
         posix.set_blocking(fd, False)
-        if _size(f"{spool.inflight}/{posix.getpid()}") > 0:  # its header is written: go on from there
+        if spool.head_only:  # the capture keeps the head of a large stdin; the rest was in memory
+            pass
+        elif _size(f"{spool.inflight}/{posix.getpid()}") > 0:  # its header is written: go on from there
             spool.resume_capture(fd)
         else:
             spool.capture_stdin(fd, header())

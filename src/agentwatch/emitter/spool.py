@@ -91,6 +91,9 @@ class Spool:
         # The environment whose secret variables are taken out of a capture kept as unreadable.
         self.environ: Mapping[str, str] = {}
         self._lost_path = f"{directory}/{LOST_NAME}"
+        # Set while a stdin larger than a capture is read on into memory (capture_stdin): the
+        # capture holds its head alone, and nothing read later may be appended to it.
+        self.head_only = False
 
     # -- in flight (the hook, before it sends) -----------------------------------------------
 
@@ -149,12 +152,16 @@ class Spool:
         finally:
             posix.close(fd)
         # The file took no more (a full disk), or stdin is larger than any payload the hook keeps
-        # whole: the rest is read into memory and the capture, which holds only a part, is dropped.
-        # The run holds its messages once made, and spools them as it can.
-        self.release(path)
+        # whole: the rest is read into memory. The capture, which holds its head, stays (marked
+        # READING) until the end is read: a run stopped or killed meanwhile leaves the event that
+        # says how far it read, with the session its head names. Then it is dropped; the run holds
+        # its messages once made, and spools them as it can.
+        self.head_only = True
         chunks = [raw, unwritten]
         while chunk := posix.read(stdin, 1 << 20):
             chunks.append(chunk)
+        self.head_only = False
+        self.release(path)
         return b"".join(chunks), ""
 
     def hold(self, messages: list[Message], held: str = "") -> str:
