@@ -161,14 +161,16 @@ def _add(environ: dict[str, str], name: str | None) -> int:
     domain = config.host_domain(name)
     password = buslogin.add_host_login(environ, domain)
     how = buslogin.reload_host_logins(environ)
-    addr = environ.get("AGENTWATCH_LEAF_ADDR", "").strip() or "HUB:7422"
-    host, _, port = addr.rpartition(":")
-    if host in ("", "0.0.0.0", "::", "[::]"):  # noqa: S104 - an address to replace, not to bind
+    try:  # the hub's leaf port as `up` reads it; its own address only where it listens on one
+        host, port = config.listen_address(environ, "AGENTWATCH_LEAF_ADDR", "0.0.0.0:7422") or ("", 7422)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if host in ("", "0.0.0.0", "::"):  # noqa: S104 - an address to replace, not to bind
         host = "HUB"
     print(f"host {name}'s leaf login is {buslogin.leaf_user(domain)}; {how}")
     print(f"on {name}, in a 0600 environment file (HUB: this hub's address as {name} reaches it):")
     print(f"AGENTWATCH_HOST={name}")
-    print(f"AGENTWATCH_HUB_URL=nats-leaf://{buslogin.leaf_user(domain)}:{password}@{host}:{port or 7422}")
+    print(f"AGENTWATCH_HUB_URL=nats-leaf://{buslogin.leaf_user(domain)}:{password}@{host}:{port}")
     return 0
 
 
