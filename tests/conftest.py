@@ -40,6 +40,9 @@ CODEX_CAPTURES = HARNESS_FIXTURES / "codex-0.169.0-captures.jsonl"
 GEMINI_CAPTURES = HARNESS_FIXTURES / "gemini-cli-0.61.0-captures.jsonl"
 CODEX_LOGS = HARNESS_FIXTURES / "codex-0.169.0-transcripts"
 GEMINI_LOGS = HARNESS_FIXTURES / "gemini-cli-0.61.0-transcripts"
+# One `codex exec --approve-for-me` run (tests/e2e/real_cli_run.py codex-review): its hook payloads
+# (captures.jsonl), its rollouts and the approval reviewer's (sessions/), expected-usage.json.
+CODEX_REVIEW = HARNESS_FIXTURES / "codex-0.169.0-review"
 CAPTURED_HOMES = {"codex": "/home/dev/lab/home/.codex", "gemini": "/home/dev/lab/home/.gemini"}
 
 

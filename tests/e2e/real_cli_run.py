@@ -1,12 +1,15 @@
 """One offline run of the real Codex CLI or Gemini CLI with agentwatch's hooks installed, for
 tests/e2e/test_real_clis.py. Run inside a network namespace with loopback alone (`unshare -n`):
 
-    python -m tests.e2e.real_cli_run codex|gemini CLI_BINARY WORKDIR
+    python -m tests.e2e.real_cli_run codex|codex-review|gemini CLI_BINARY WORKDIR
 
 It brings loopback up, serves a scripted stand-in for the CLI's model API on 127.0.0.1 (a shell
 command, then an answer), runs `agentwatch hooks install --harness ...` into a sandbox home under
 WORKDIR (for Codex: trusted through the binary's own `codex app-server`), then the CLI itself
-(`codex exec` without --dangerously-bypass-hook-trust; `gemini -p --yolo`). The hooks find no bus
+(`codex exec` without --dangerously-bypass-hook-trust; `gemini -p --yolo`). `codex-review`: Codex
+with its automatic approval reviewer (`codex exec --approve-for-me`), whose first command asks to
+write outside the workspace; the reviewer, a helper thread of Codex's own with a rollout of its own
+and no hook event, asks the stand-in too and is told to allow it. The hooks find no bus
 in the namespace and spool their events under WORKDIR/data, which the test sends on afterwards.
 It prints one JSON line: what install said, the CLI's exit code and output, the API requests seen.
 """
@@ -30,9 +33,10 @@ class StandIn(http.server.ThreadingHTTPServer):
     """Both APIs' streamed answers: the first request of a session gets a shell command to run, the
     next ones an answer; every request is counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, escalate: bool = False) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
         self.requests: list[str] = []
+        self.escalate = escalate
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -47,7 +51,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.server.requests.append(self.path)
         first = "function_call_output" not in body and "functionResponse" not in body
         if "/responses" in self.path:
-            events = codex_events(first, len(self.server.requests))
+            review = '"risk_level"' in body and '"json_schema"' in body
+            events = codex_events(first, len(self.server.requests), self.server.escalate, review)
         elif "streamGenerateContent" in self.path:
             events = gemini_events(first)
         else:  # a non-streamed Gemini request (a check it makes on the side): a plain answer
@@ -67,16 +72,25 @@ def sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def codex_events(first: bool, n: int) -> list[bytes]:
-    """A Responses API stream: an `exec_command` call first, then a message."""
+def codex_events(first: bool, n: int, escalate: bool = False, review: bool = False) -> list[bytes]:
+    """A Responses API stream: an `exec_command` call first (`escalate`: one that asks to run
+    outside the sandbox, which needs an approval), then a message; to the approval reviewer's
+    request (`review`: it asks for its verdict's JSON schema), a verdict that allows it."""
     rid = f"resp_{n}"
-    if first:
-        arguments = json.dumps({"cmd": "echo hooked"})
+    text = "done"
+    if review:
+        text = json.dumps({"risk_level": "low", "user_authorization": "high", "outcome": "allow",
+                           "rationale": "writes one line beside the project"})  # fmt: skip
+    if first and not review:
+        command = {"cmd": "echo hooked"}
+        if escalate:
+            command = {"cmd": "echo reviewed > ../outside.txt", "sandbox_permissions": "require_escalated",
+                       "justification": "write a file beside the project"}  # fmt: skip
         item: dict[str, Any] = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}",
-                                "name": "exec_command", "arguments": arguments}  # fmt: skip
+                                "name": "exec_command", "arguments": json.dumps(command)}  # fmt: skip
     else:
         item = {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": "done", "annotations": []}]}  # fmt: skip
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
     usage = {"input_tokens": 1000 + n, "input_tokens_details": {"cached_tokens": 256}, "output_tokens": 50,
              "output_tokens_details": {"reasoning_tokens": 8}, "total_tokens": 1050 + n}  # fmt: skip
     return [
@@ -145,9 +159,10 @@ def gemini_home(work: Path, port: int) -> dict[str, str]:
     }
 
 
-def run(cli: str, binary: str, work: Path) -> dict[str, Any]:
+def run(scenario: str, binary: str, work: Path) -> dict[str, Any]:
+    cli = "codex" if scenario.startswith("codex") else scenario
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    server = StandIn()
+    server = StandIn(escalate=scenario == "codex-review")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     project = work / "project"
@@ -167,7 +182,9 @@ def run(cli: str, binary: str, work: Path) -> dict[str, Any]:
         timeout=90,
         check=False,
     )
-    if cli == "codex":
+    if scenario == "codex-review":
+        command = [binary, "exec", "--json", "--skip-git-repo-check", "--approve-for-me", "write beside it"]
+    elif cli == "codex":
         command = [binary, "exec", "--json", "--skip-git-repo-check", "run echo hooked"]
     else:
         command = [binary, "-m", "gemini-2.5-pro", "--yolo", "-p", "run echo hooked"]

@@ -60,11 +60,12 @@ def cli_binary(cli: str) -> str:
     return str(binary)
 
 
-def offline_run(cli: str, work: Path) -> dict[str, Any]:
+def offline_run(scenario: str, work: Path) -> dict[str, Any]:
     """real_cli_run in a network namespace with loopback alone."""
     unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
+    binary = cli_binary(scenario.partition("-")[0])
     done = subprocess.run(
-        [*unshare, sys.executable, "-m", "tests.e2e.real_cli_run", cli, cli_binary(cli), str(work)],
+        [*unshare, sys.executable, "-m", "tests.e2e.real_cli_run", scenario, binary, str(work)],
         cwd=ROOT, capture_output=True, text=True, timeout=400, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -119,6 +120,41 @@ def test_codex_exec_runs_the_trusted_hooks_without_the_bypass_flag(tmp_path: Pat
     usage = [m for m in messages if m["kind"] == "usage"]
     assert {u["message_id"] for u in usage} == {"resp_1", "resp_2"}, "the rollout's two responses, once each"
     assert sum(u["cache_read_input_tokens"] for u in usage) == 512
+
+
+def test_codex_counts_what_its_approval_reviewer_spent(tmp_path: Path) -> None:
+    """`codex exec --approve-for-me`: the command that needs an approval is judged by Codex's
+    automatic reviewer, a helper thread with a rollout of its own and no hook event; its model
+    response is in the session's usage, once, beside the session's own, and the session's tokens
+    are those of every rollout that names it."""
+    result = offline_run("codex-review", tmp_path / "run")
+    assert result["code"] == 0, result["stderr"]
+    assert len(result["requests"]) == 3, "the task, the reviewer's verdict, the answer"
+    assert (tmp_path / "run" / "outside.txt").read_text() == "reviewed\n", "the reviewer allowed it"
+    rollouts: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted((tmp_path / "run" / "codex-home" / "sessions").rglob("rollout-*.jsonl")):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        rollouts[lines[0]["payload"]["id"]] = lines
+    (session,) = {lines[0]["payload"]["session_id"] for lines in rollouts.values()}
+    (reviewer,) = [
+        t for t, lines in rollouts.items() if lines[0]["payload"].get("parent_thread_id") == session
+    ]
+    assert rollouts[reviewer][0]["payload"]["source"] == {"subagent": {"other": "guardian"}}
+    records = [
+        line["payload"]
+        for lines in rollouts.values()
+        for line in lines
+        if line["type"] == "token_usage_record"
+    ]
+    usage = [m for m in flushed(result, tmp_path) if m["kind"] == "usage"]
+    assert sorted(u["message_id"] for u in usage) == sorted(r["response_id"] for r in records)
+    assert len(usage) == 3
+    (review,) = [u for u in usage if u["agent_id"] == reviewer]
+    assert (review["agent_type"], review["parent_agent"]) == ("guardian", f"main-{session[-8:]}")
+    assert sum(u["input_tokens"] + u["cache_read_input_tokens"] for u in usage) == sum(
+        r["usage"]["input_tokens"] for r in records
+    )
+    assert sum(u["output_tokens"] for u in usage) == sum(r["usage"]["output_tokens"] for r in records)
 
 
 def test_gemini_runs_the_hooks_and_its_key_stays_home(tmp_path: Path) -> None:

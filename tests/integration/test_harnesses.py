@@ -31,7 +31,15 @@ from agentwatch.store.queries import EPOCH, cost
 from agentwatch.store.session_queries import session_harnesses
 from agentwatch.store.usage import insert_usage, usage_rows
 from agentwatch.store.writes import insert_batch
-from tests.conftest import CODEX_LOGS, DESIGN_SUBJECTS, GEMINI_LOGS, clean_env, harness_payloads, run_cli
+from tests.conftest import (
+    CODEX_LOGS,
+    CODEX_REVIEW,
+    DESIGN_SUBJECTS,
+    GEMINI_LOGS,
+    clean_env,
+    harness_payloads,
+    run_cli,
+)
 from tests.services import Collector, NatsServer
 
 Json = dict[str, Any]
@@ -399,3 +407,97 @@ def test_import_reads_each_clis_logs_as_the_hook_does(
             r for r in harness_payloads("gemini") if r["payload"].get("tool_name") == "invoke_agent"
         )
         assert gemini_subagent(invoke["payload"]["session_id"], invoke["payload"]["tool_input"]) in agents
+
+
+# --- Codex's approval reviewer: a helper with a rollout of its own and no hook event -------------------
+
+
+def review_run() -> Json:
+    run: Json = json.loads((CODEX_REVIEW / "expected-usage.json").read_text())
+    return run
+
+
+def review_totals(usage: list[Json]) -> tuple[int, int, int, int]:
+    """(input with cached, cached, output with reasoning, reasoning) of usage envelopes, in
+    Codex's terms."""
+    return (
+        sum(u["input_tokens"] + u["cache_read_input_tokens"] for u in usage),
+        sum(u["cache_read_input_tokens"] for u in usage),
+        sum(u["output_tokens"] for u in usage),
+        sum(u["reasoning_tokens"] for u in usage),
+    )
+
+
+def codex_terms(tokens: Json) -> tuple[int, int, int, int]:
+    return (tokens["input_tokens"], tokens["cached_input_tokens"], tokens["output_tokens"],
+            tokens["reasoning_output_tokens"])  # fmt: skip
+
+
+def test_the_approval_reviewers_tokens_count_in_its_session(
+    bus: NatsServer, tmp_path: Path, chdb_database: Client
+) -> None:
+    """The real run's 11 payloads through the installed hook: every model response of the session
+    reaches the bus once, the reviewer's (in its own rollout, announced by no hook event) as a
+    sub-agent of the session's main agent, and the stored session's tokens are those of all its
+    rollouts."""
+    run = review_run()
+    home = tmp_path / "codex"
+    shutil.copytree(CODEX_REVIEW / "sessions", home / "sessions")
+    env = clean_env(HOME=str(tmp_path / "home"), CODEX_HOME=str(home), PATH="/usr/bin:/bin")
+    result = run_cli("hooks", "install", "--harness", "codex", env=env)
+    assert result.returncode == 0, result.stderr
+    hooks = json.loads((home / "hooks.json").read_text())["hooks"]
+    text = (CODEX_REVIEW / "captures.jsonl").read_text().replace("/home/dev/lab/home/.codex", str(home))
+    records = [json.loads(line) for line in text.splitlines()]
+    assert len(records) == 11
+    collector = Collector(bus.url)
+    try:
+        for rec in records:
+            ((handler,),) = [g["hooks"] for g in hooks[rec["event"]]]
+            env = clean_env(CODEX_HOME=str(home), AGENTWATCH_DATA_DIR=str(tmp_path / "data"),
+                            AGENTWATCH_NATS_URL=bus.url)  # fmt: skip
+            ran, _ = run_installed(handler, rec["payload"], env)
+            assert ran.returncode == 0 and ran.stdout == b"", ran.stderr
+        messages = collected(collector, len(records) + 3)
+    finally:
+        collector.close()
+    usage = [m for m in messages if m["kind"] == "usage"]
+    responses = [r for rollout in run["rollouts"] for r in rollout["responses"]]
+    assert sorted(u["message_id"] for u in usage) == sorted(responses) == ["resp_1", "resp_2", "resp_3"]
+    session = run["session_id"]
+    reviewer = next(r for r in run["rollouts"] if r["thread"] != session)
+    assert reviewer["source"] == {"subagent": {"other": "guardian"}}
+    (review,) = [u for u in usage if u["message_id"] in reviewer["responses"]]
+    assert (review["agent"], review["agent_type"], review["agent_id"]) == (
+        f"guardian-{reviewer['thread'][-8:]}",
+        "guardian",
+        reviewer["thread"],
+    )
+    assert (review["parent_agent"], review["session_id"]) == (f"main-{session[-8:]}", session)
+    assert review_totals(usage) == codex_terms(run["session_tokens"])
+    store(chdb_database, messages)
+    stored = chdb_database.query(
+        "SELECT sum(input_tokens + cache_read_tokens), sum(cache_read_tokens), sum(output_tokens), "
+        "sum(reasoning_tokens), uniqExact(agent) FROM usage FINAL WHERE session_id = {s:String}",
+        parameters={"s": session},
+    ).result_rows[0]
+    assert tuple(int(v) for v in stored) == (*codex_terms(run["session_tokens"]), 2)
+
+
+def test_import_counts_the_approval_reviewers_rollout(bus: NatsServer, tmp_path: Path) -> None:
+    """`agentwatch import` of the same run's rollouts: the reviewer's under the name the hook gives it."""
+    run = review_run()
+    collector = Collector(bus.url)
+    try:
+        env = clean_env(AGENTWATCH_DATA_DIR=str(tmp_path), AGENTWATCH_NATS_URL=bus.url)
+        result = run_cli("import", str(CODEX_REVIEW / "sessions"), env=env)
+        assert result.returncode == 0, result.stderr
+        usage = [json.loads(m.data) for m in collector.settle(1.0)]
+    finally:
+        collector.close()
+    assert review_totals(usage) == codex_terms(run["session_tokens"])
+    reviewer = next(r for r in run["rollouts"] if r["thread"] != run["session_id"])
+    assert {u["agent"] for u in usage} == {
+        f"main-{run['session_id'][-8:]}",
+        f"guardian-{reviewer['thread'][-8:]}",
+    }

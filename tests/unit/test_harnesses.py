@@ -243,3 +243,46 @@ def test_install_then_uninstall_gives_each_file_back_byte_for_byte(
     registration.uninstall_gemini(dry_run=False)
     for path, text in files.items():
         assert path.read_text() == text, path
+
+
+def test_the_rollouts_no_hook_announces_are_the_sessions_own_helpers_up_to_today(tmp_path: Path) -> None:
+    """A session's unannounced helper (the approval reviewer) is found beside its rollout and in
+    the day folders after it, up to today; another session's, a spawned sub-agent's (its
+    SubagentStop reads it) and a rollout that started before the session are not."""
+    import datetime
+
+    from agentwatch.emitter.harness_logs import rollout_agent, unannounced_rollouts
+
+    session, other = "01a20000-0000-7000-8000-00000000aaaa", "01a20000-0000-7000-8000-00000000bbbb"
+
+    def rollout(day: str, stamp: str, thread: str, of: str, source: object) -> Path:
+        meta: Json = {"session_id": of, "id": thread, "source": source}
+        if thread != of:
+            meta["parent_thread_id"] = of
+        path = tmp_path / "sessions" / day / f"rollout-{stamp}-{thread}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        line = {"timestamp": "t", "type": "session_meta", "payload": meta}
+        path.write_text(json.dumps(line, separators=(",", ":")) + "\n")
+        return path
+
+    guardian = {"subagent": {"other": "guardian"}}
+    rollout("2026/11/27", "2026-11-27T23-00-00", "01a1ffff-0000-7000-8000-00000000cccc", session, guardian)
+    main = rollout("2026/11/27", "2026-11-27T23-10-00", session, session, "exec")
+    same_day = rollout(
+        "2026/11/27", "2026-11-27T23-20-00", "01a20000-0000-7000-8000-0000000000d1", session, guardian
+    )
+    spawned = {"subagent": {"thread_spawn": {"parent_thread_id": session, "depth": 1}}}
+    rollout("2026/11/27", "2026-11-27T23-30-00", "01a20000-0000-7000-8000-0000000000d2", session, spawned)
+    rollout("2026/11/28", "2026-11-28T00-10-00", "01a20000-0000-7000-8000-0000000000d3", other, guardian)
+    next_day = rollout(
+        "2026/11/28", "2026-11-28T00-20-00", "01a20000-0000-7000-8000-0000000000d4", session, guardian
+    )
+    rollout("2026/11/30", "2026-11-30T00-20-00", "01a20000-0000-7000-8000-0000000000d5", session, guardian)
+
+    found = unannounced_rollouts(str(main), session, today=datetime.date(2026, 11, 29))
+    assert [path for path, _ in found] == [str(same_day), str(next_day)]
+    assert [rollout_agent(meta) for _, meta in found] == [
+        ("01a20000-0000-7000-8000-0000000000d1", "guardian"),
+        ("01a20000-0000-7000-8000-0000000000d4", "guardian"),
+    ]
+    assert unannounced_rollouts(str(main), "", today=datetime.date(2026, 11, 29)) == []

@@ -101,16 +101,16 @@ def _other_source(path: Path, host: str, harness: str) -> Source:
     """A Codex rollout's agent (its session_meta says whose thread, and whose sub-agent) or a
     Gemini CLI chat's (a sub-agent's as the main chat's invoke_agent call names it)."""
     from agentwatch.contract import identify
-    from agentwatch.emitter.harness_logs import chat_subagent, rollout_meta
+    from agentwatch.emitter.harness_logs import chat_subagent, rollout_agent, rollout_meta
     from agentwatch.emitter.usage import Source
 
+    named: tuple[str, str] | None
     if harness == CODEX:
         meta = rollout_meta(str(path))
-        thread = str(meta.get("id") or "")
-        session = str(meta.get("session_id") or thread)
-        if not meta.get("parent_thread_id"):
+        session = str(meta.get("session_id") or meta.get("id") or "")
+        named = rollout_agent(meta)
+        if named is None:
             return _main_source(path, session, host)
-        named: tuple[str, str] | None = (thread, str(meta.get("agent_role") or "default"))
     elif path.parent.name == "chats":
         return _main_source(path, _chat_session(path), host)
     else:

@@ -19,6 +19,7 @@ parsed. Standard library only: the hook reads these on its own path.
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 
@@ -136,6 +137,87 @@ def rollout_meta(path: str) -> Json:
         return {}
     payload = line.get("payload") if isinstance(line, dict) and line.get("type") == "session_meta" else None
     return payload if isinstance(payload, dict) else {}
+
+
+def rollout_agent(meta: Json) -> tuple[str, str] | None:
+    """(agent id, agent type) of a sub-agent's rollout, from its `session_meta`: its thread, and
+    its role (`agent_role`), else the kind of helper Codex started on its own (`source.subagent.other`:
+    "guardian" for the approval reviewer), else "default", as Codex's SubagentStart names a spawned
+    one without a role. None for a session's own rollout (no `parent_thread_id`)."""
+    thread = _str(meta.get("id"))
+    if not meta.get("parent_thread_id") or not thread:
+        return None
+    source = meta.get("source")
+    sub = source.get("subagent") if isinstance(source, dict) else None
+    other = _str(sub.get("other")) if isinstance(sub, dict) else ""
+    return thread, _str(meta.get("agent_role")) or other or "default"
+
+
+_HEAD = 512  # enough of a rollout's first line to hold its session_id
+_MAX_DAYS = 7  # day folders after the session's own looked into
+
+
+def unannounced_rollouts(
+    main: str, session_id: str, today: datetime.date | None = None
+) -> list[tuple[str, Json]]:
+    """The rollouts of the session `session_id` (whose own rollout is `main`) that no hook event
+    points at, each with its `session_meta`: the helpers Codex starts on its own, such as the
+    approval reviewer (`source: {"subagent": {"other": "guardian"}}`), which fire no SubagentStart
+    or SubagentStop. A sub-agent the model spawned (`thread_spawn`) is left to its SubagentStop,
+    which reads its rollout as the hook names it.
+
+    A rollout is named by the time its thread started, in the day folder of that time: looked for
+    after `main` in its folder, then in each day folder up to today (at most 7), by the head of its
+    first line; only a head that names the session is parsed."""
+    folder, name = os.path.split(main)
+    if not session_id or not name.startswith("rollout-"):
+        return []
+    folders = [(folder, name)] + [(f, "") for f in _later_days(folder, today or datetime.date.today())]
+    needle = f'"session_id":"{session_id}"'.encode()
+    found: list[tuple[str, Json]] = []
+    for where, after in folders:
+        try:
+            names = sorted(n for n in os.listdir(where) if n.startswith("rollout-") and n > after)
+        except OSError:
+            continue
+        for other in names:
+            path = os.path.join(where, other)
+            if needle not in _head(path):
+                continue
+            meta = rollout_meta(path)
+            source = meta.get("source")
+            spawned = isinstance(source, dict) and "thread_spawn" in (source.get("subagent") or {})
+            if meta.get("session_id") == session_id and rollout_agent(meta) and not spawned:
+                found.append((path, meta))
+    return found
+
+
+def _head(path: str) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        return os.pread(fd, _HEAD, 0)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _later_days(folder: str, today: datetime.date) -> list[str]:
+    """The day folders (`sessions/YYYY/MM/DD`) after `folder`'s, up to `today`; none when `folder`
+    is not one."""
+    base, y, m, d = folder.rsplit(os.sep, 3) if folder.count(os.sep) >= 3 else ("", "", "", "")
+    try:
+        day = datetime.date(int(y), int(m), int(d))
+    except ValueError:
+        return []
+    out: list[str] = []
+    while day < today and len(out) < _MAX_DAYS:
+        day += datetime.timedelta(days=1)
+        out.append(os.path.join(base, f"{day.year:04d}", f"{day.month:02d}", f"{day.day:02d}"))
+    return out
 
 
 # --- Gemini ------------------------------------------------------------------------------------

@@ -360,35 +360,46 @@ def read_log(harness: str, src: Source, start: int, until: float, budget: int, e
 
 def other_sources(event: Json, environ: Mapping[str, str]) -> list[tuple[str, Callable[[], Source | None]]]:
     """The logs a Codex or Gemini CLI event points at, the agent's own first. Codex: a sub-agent's
-    event (SubagentStop) its own rollout (`agent_transcript_path`), the main agent's the session's.
-    Gemini: the session's chat, then each sub-agent's chat beside it (chats/<session>/), named as
-    the hook's events name that sub-agent (harness_logs.chat_subagent; not read before the main
-    chat says which it is)."""
+    event (SubagentStop) its own rollout (`agent_transcript_path`), the main agent's the session's,
+    then the rollouts of the helpers Codex starts without a hook event (the approval reviewer:
+    harness_logs.unannounced_rollouts). Gemini: the session's chat, then each sub-agent's chat
+    beside it (chats/<session>/), named as the hook's events name that sub-agent
+    (harness_logs.chat_subagent; not read before the main chat says which it is)."""
     data = event.get("data")
     data = data if isinstance(data, dict) else {}
     who = who_of(event)
     main = data.get("transcript_path")
     main = main if isinstance(main, str) else ""
+    context = {k: who[k] for k in ("team", "session_id", "host", "cwd", "person", "repo", "branch")}
+
+    def helper(path: str, named: tuple[str, str]) -> Source:
+        payload = {"session_id": who["session_id"], "agent_id": named[0], "agent_type": named[1]}
+        agent, _team, parent = identify(payload, environ)
+        sub = dict(context, agent=agent, parent_agent=parent, agent_id=named[0], agent_type=named[1])
+        return Source(path, sub, named[0], named[1])
+
     if event.get("harness") == CODEX:
         own = data.get("agent_transcript_path") if who["agent_id"] else main
         own = own if isinstance(own, str) else ""
         source = Source(own, who, who["agent_id"], who["agent_type"])
-        return [(own, lambda: source)] if own else []
+        codex: list[tuple[str, Callable[[], Source | None]]] = [(own, lambda: source)] if own else []
+        if own and not who["agent_id"]:
+            from agentwatch.emitter.harness_logs import rollout_agent, unannounced_rollouts
+
+            for path, meta in unannounced_rollouts(own, who["session_id"]):
+                named = rollout_agent(meta)
+                if named is not None:
+                    codex.append((path, lambda path=path, named=named: helper(path, named)))  # type: ignore[misc]
+        return codex
     if who["agent_id"] or not main:
         return []
     from agentwatch.emitter.harness_logs import chat_subagent, chat_subagents
 
     found: list[tuple[str, Callable[[], Source | None]]] = [(main, lambda: Source(main, who))]
-    context = {k: who[k] for k in ("team", "session_id", "host", "cwd")}
 
     def subagent(path: str) -> Source | None:
         named = chat_subagent(main, path, who["session_id"])
-        if named is None:
-            return None
-        payload = {"session_id": who["session_id"], "agent_id": named[0], "agent_type": named[1]}
-        agent, _team, parent = identify(payload, environ)
-        sub = dict(context, agent=agent, parent_agent=parent, agent_id=named[0], agent_type=named[1])
-        return Source(path, sub, named[0], named[1])
+        return None if named is None else helper(path, named)
 
     for path in chat_subagents(main, who["session_id"]):
         found.append((path, lambda path=path: subagent(path)))  # type: ignore[misc]
