@@ -38,7 +38,7 @@ import clickhouse_connect
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from agentwatch.agents import LOST_AFTER_S
-from agentwatch.store import live_roster, queries
+from agentwatch.store import agents_sql, live_roster, live_window, queries
 from agentwatch.store.answer import decode
 from agentwatch.store.migrations import apply_migrations
 from history_bench import documented, print_table, settle, time_interleaved
@@ -270,6 +270,25 @@ def dashboard() -> list[tuple[str, Any]]:
     ]
 
 
+LAYERED_VIEW = "agents_since_layered"
+
+
+def layered(clients: dict[int, Any], docs: list[tuple[str, str]]) -> list[tuple[str, queries.Query]]:
+    """The docs' blocks over agents_since, asked of the view as 020 made it (four layers; 026 made
+    it two), made beside it in each history: the reference, on the same store in the same run."""
+    view = agents_sql.agents_select_layered(live_window._SINCE_SCOPES)
+    for client in clients.values():
+        client.command(f"CREATE OR REPLACE VIEW {LAYERED_VIEW} AS {view}")
+    return [
+        (
+            f"reference: {title[6:]} (020)"[:44],
+            queries.Query(sql.replace("agents_since(", f"{LAYERED_VIEW}(")),
+        )
+        for title, sql in docs
+        if "agents_since(" in sql
+    ]
+
+
 # What the child prints: the same questions as another tree's queries.py asks them.
 _BEFORE = """\
 import json
@@ -320,7 +339,11 @@ def main() -> int:
     for size in sizes:
         clients[size] = open_history(base, root, size)
         print(f"background merges settled after {settle(clients[size]):.0f} s")
-    work = [*dashboard(), *((t, queries.Query(sql)) for t, sql in documented())]
+    work = [
+        *dashboard(),
+        *((t, queries.Query(sql)) for t, sql in documented()),
+        *layered(clients, documented()),
+    ]
     if args.before:
         work += before(args.before.resolve())
     results: dict[str, dict[int, float | str]] = {}

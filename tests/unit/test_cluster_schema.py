@@ -382,6 +382,9 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         f"ALTER TABLE events_in_mv {ON_CLUSTER} MODIFY QUERY",
         # 025_spool_by_arrival: coverage again, its spool_bytes the last stored
         f"CREATE OR REPLACE VIEW coverage {ON_CLUSTER} AS",
+        # 026_flat_agents: both agents views in two layers
+        f"CREATE OR REPLACE VIEW agents {ON_CLUSTER} AS",
+        f"CREATE OR REPLACE VIEW agents_since {ON_CLUSTER} AS",
     ]
 
 
@@ -431,6 +434,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 2  # 023_invalid_input: the agent rollup's view dropped and made again
         + 4  # 024_hook_time: three columns, a view's query
         + 1  # 025_spool_by_arrival: coverage
+        + 2  # 026_flat_agents: agents, agents_since
     )
     assert all(ON_CLUSTER in s for s in statements)
 

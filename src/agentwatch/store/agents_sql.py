@@ -286,9 +286,11 @@ LEFT JOIN
 ) AS s ON s.host = a.host AND s.scope = a.scope AND s.parent_agent = toString(a.agent);
 """
 
-# The `agents` view's SELECT: the view as it is, and (agents_select) the same restricted to some
-# scopes, which the dashboard's roster asks.
-_AGENTS_SELECT = """\
+# The `agents` view's SELECT as 012_agents and 020_live_window wrote it: four layers (the rollups'
+# merge, its tuples taken apart, the scope's window, the shown state), each a projection ClickHouse
+# analyses again; kept to render those applied migrations (agents_select_layered), replaced by
+# _AGENTS_SELECT in 026_flat_agents.
+_AGENTS_SELECT_LAYERED = """\
 SELECT
     agent, team, parent_agent, agent_type, agent_id, session_id, host, first_seen, last_seen, last_event,
     @SHOWN_STATE@ AS state,
@@ -341,6 +343,47 @@ FROM
         )
         WHERE (host, scope, agent) NOT IN (SELECT host, scope, agent FROM agent_key_rollup@KEY_SCOPES@)
     )
+)"""
+
+# The `agents` view's SELECT: the view as it is, and (agents_select) the same restricted to some
+# scopes, which the dashboard's roster asks. Two layers: each rollup's rows merged and taken apart
+# in one SELECT per rollup (an agent with API messages but no event of its own from the cost
+# rollup), then the scope's latest activity (a window) and the state shown. Planning, not reading,
+# was most of the layered form's time at 10M events; this one answers the same rows (026).
+_AGENTS_SELECT = """\
+SELECT
+    agent, team, parent_agent, agent_type, agent_id, session_id, host, first_seen, last_seen, last_event,
+    @SHOWN_STATE@ AS state,
+    if(raw_state IN (@TOOL_STATES@), tool, '') AS current_tool,
+    tool_calls, errors, messages_sent, events, scope, state_since,
+    dateDiff('millisecond', scope_last_seen, now64(3)) / 1000 AS silent_s,
+    state_event, state_note, state_id,
+    max(last_seen) OVER (PARTITION BY host, scope) AS scope_last_seen
+FROM
+(
+    WITH argMaxMerge(latest) AS l, argMaxMerge(state) AS s
+    SELECT
+        host, scope, agent, l.1 AS team, l.2 AS parent_agent, l.3 AS agent_type, l.4 AS agent_id,
+        l.5 AS session_id, l.6 AS last_event, min(first_seen) AS first_seen, max(last_seen) AS last_seen,
+        sum(tool_calls) AS tool_calls, sum(errors) AS errors, sum(events) AS events,
+        sum(messages_sent) AS messages_sent,
+        @STATE_CASE@ AS raw_state,
+        s.3 AS tool, if(s.1 = '', NULL, s.4) AS state_since, s.1 AS state_event, s.2 AS state_note,
+        s.5 AS state_id
+    FROM agent_key_rollup
+@IN_SCOPES@    GROUP BY host, scope, agent
+    UNION ALL
+    WITH argMaxMerge(latest) AS c
+    SELECT
+        host, scope, agent, c.1 AS team, c.2 AS parent_agent, c.4 AS agent_type, c.3 AS agent_id,
+        scope AS session_id, 'Usage' AS last_event, assumeNotNull(min(first_at)) AS first_seen,
+        assumeNotNull(max(last_at)) AS last_seen, toUInt64(0) AS tool_calls, toUInt64(0) AS errors,
+        toUInt64(0) AS events, toUInt64(0) AS messages_sent,
+        @INITIAL@ AS raw_state, '' AS tool, CAST(NULL AS Nullable(DateTime64(3, 'UTC'))) AS state_since,
+        '' AS state_event, '' AS state_note, '' AS state_id
+    FROM agent_cost_rollup
+@NOT_KEY@    GROUP BY host, scope, agent
+    HAVING sum(api_calls) > 0
 )"""
 
 _EVENTS_SELECT = """\
@@ -423,10 +466,20 @@ def agents_select(scopes: str = "", lost_after_s: str = str(agents.LOST_AFTER_S)
     in brackets, or a parameter), only the agents of those scopes, read from the rollups' rows of
     those scopes alone (their sort keys start with host and scope). `lost_after_s`: the silence
     after which an agent not stopped is lost, as SQL (a number or a parameter)."""
-    where = f"            WHERE (host, scope) IN {scopes}\n" if scopes else ""
-    text = _AGENTS_SELECT.replace("@IN_SCOPES@", where)
-    text = text.replace("@KEY_SCOPES@", f" WHERE (host, scope) IN {scopes}" if scopes else "")
+    in_scopes = f"(host, scope) IN {scopes}" if scopes else ""
+    key = f"SELECT host, scope, agent FROM agent_key_rollup{' WHERE ' + in_scopes if scopes else ''}"  # noqa: S608 - constants only
+    not_key = f"(host, scope, agent) NOT IN ({key})"
+    text = _AGENTS_SELECT.replace("@IN_SCOPES@", f"    WHERE {in_scopes}\n" if scopes else "")
+    text = text.replace("@NOT_KEY@", f"    WHERE {in_scopes + ' AND ' if scopes else ''}{not_key}\n")
     return _filled(text, lost_after_s)
+
+
+def agents_select_layered(scopes: str = "") -> str:
+    """agents_select as 012_agents (the `agents` view) and 020_live_window (agents_since) wrote it."""
+    where = f"            WHERE (host, scope) IN {scopes}\n" if scopes else ""
+    text = _AGENTS_SELECT_LAYERED.replace("@IN_SCOPES@", where)
+    text = text.replace("@KEY_SCOPES@", f" WHERE (host, scope) IN {scopes}" if scopes else "")
+    return _filled(text)
 
 
 def render() -> str:
@@ -435,7 +488,7 @@ def render() -> str:
         _TEMPLATE.replace("@EVENTS_LIVE@", _EVENTS_SELECT.replace("@SOURCE@", "events"))
         .replace("@EVENTS_BACKFILL@", _EVENTS_SELECT.replace("@SOURCE@", "events FINAL"))
         .replace("@COST_SELECT@", _COST_SELECT)
-        .replace("@AGENTS_SELECT@", agents_select())
+        .replace("@AGENTS_SELECT@", agents_select_layered())
     )
     return _filled(text)
 
