@@ -286,3 +286,24 @@ def test_the_rollouts_no_hook_announces_are_the_sessions_own_helpers_up_to_today
         ("01a20000-0000-7000-8000-0000000000d4", "guardian"),
     ]
     assert unannounced_rollouts(str(main), "", today=datetime.date(2026, 11, 29)) == []
+
+
+def test_a_subagents_usage_is_attributed_as_its_sessions_events_are() -> None:
+    """The usage of a sub-agent the hook finds by its log (a Gemini sub-agent's chat, Codex's
+    approval reviewer) carries its session's person, repository and branch, as every envelope does."""
+    from agentwatch.emitter.usage import other_sources
+    from tests.conftest import GEMINI_LOGS
+
+    chats = GEMINI_LOGS / "tmp" / "proj" / "chats"
+    session = "5734d14e-4e54-4d26-b29d-8173ad4e945f"
+    (main,) = chats.glob(f"session-*-{session[:8]}.jsonl")
+    event: Json = {
+        "harness": "gemini-cli", "event": "Stop", "agent": f"main-{session[-8:]}", "team": "t",
+        "session_id": session, "host": "h", "cwd": "/w", "person": "ada", "repo": "github.com/a/b",
+        "branch": "main", "data": {"transcript_path": str(main)},
+    }  # fmt: skip
+    sources = [make() for _, make in other_sources(event, {})]
+    subagents = [s for s in sources if s is not None and s.subagent_id]
+    assert subagents, "the fixture's sub-agent chat"
+    for src in subagents:
+        assert (src.who["person"], src.who["repo"], src.who["branch"]) == ("ada", "github.com/a/b", "main")
