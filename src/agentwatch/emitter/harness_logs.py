@@ -23,7 +23,7 @@ import datetime
 import os
 import time
 
-from agentwatch.emitter.transcripts import Reading, Usage
+from agentwatch.emitter.transcripts import Reading, Usage, read_head
 from agentwatch.harnesses import CODEX, GEMINI_CLI, codex_tokens, gemini_subagent_id, gemini_tokens
 from agentwatch.jsonfast import JSONError, loads
 
@@ -182,7 +182,7 @@ def unannounced_rollouts(
             continue
         for other in names:
             path = os.path.join(where, other)
-            if needle not in _head(path):
+            if needle not in read_head(path, _HEAD):
                 continue
             meta = rollout_meta(path)
             source = meta.get("source")
@@ -190,19 +190,6 @@ def unannounced_rollouts(
             if meta.get("session_id") == session_id and rollout_agent(meta) and not spawned:
                 found.append((path, meta))
     return found
-
-
-def _head(path: str) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return b""
-    try:
-        return os.pread(fd, _HEAD, 0)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
 
 
 def _later_days(folder: str, today: datetime.date) -> list[str]:

@@ -26,6 +26,21 @@ import time
 
 from agentwatch.jsonfast import JSONError, loads
 
+
+def read_head(path: str, size: int) -> bytes:
+    """The first `size` bytes of `path`; b"" when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        return os.pread(fd, size, 0)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

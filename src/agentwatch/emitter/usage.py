@@ -42,7 +42,15 @@ from agentwatch.contract import (
     stable_event_id,
     usage_subject,
 )
-from agentwatch.emitter.transcripts import CostState, Reading, Usage, epoch_ms, iso_ms, read_transcript
+from agentwatch.emitter.transcripts import (
+    CostState,
+    Reading,
+    Usage,
+    epoch_ms,
+    iso_ms,
+    read_head,
+    read_transcript,
+)
 from agentwatch.harnesses import CLAUDE_CODE, CODEX, GEMINI_CLI
 
 TYPE_CHECKING = False
@@ -104,7 +112,7 @@ class Offsets:
         offset, inode, head_len, head_hash = self._saved(path)
         if inode == st.st_ino and offset == st.st_size:
             return None  # nothing new (the common case for a subagent that did not run)
-        head = _head(path, HEAD_BYTES)
+        head = read_head(path, HEAD_BYTES)
         if inode != st.st_ino or offset > st.st_size or _sha1_hex(head[:head_len]) != head_hash:
             offset = 0  # new, replaced, shortened or rewritten: from the start
         return Resume(path, offset, st.st_ino, head)
@@ -144,17 +152,6 @@ class Offsets:
         from agentwatch.emitter.sequence import remove_untouched
 
         return remove_untouched(self.directory, PRUNE_AFTER_S, now)
-
-
-def _head(path: str, size: int) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return b""
-    try:
-        return os.pread(fd, size, 0)
-    finally:
-        os.close(fd)
 
 
 # --- whose transcript: the agent identity of each file ---------------------------------------------
