@@ -4,6 +4,8 @@ have a memory limit and run side by side, and say "busy" rather than queue witho
 
 from __future__ import annotations
 
+import json
+
 import asyncio
 import concurrent.futures
 import os
@@ -254,3 +256,24 @@ def test_a_result_cut_to_fit_the_bus_is_said_and_fails_for_programs(pipeline: di
     assert "cut at 5 rows" in capped.stderr
     whole = run_cli("sql", "SELECT number FROM numbers(3)", "--format", "csv", env=pipeline)
     assert (whole.returncode, whole.stderr) == (0, "")
+
+
+def test_every_type_comes_back_in_json_form(reader: Any) -> None:
+    """Strings and integers pass as they are; every other type is converted (store/plain.py)."""
+    sql = (
+        "SELECT 'a' AS s, toLowCardinality(toNullable('b')) AS lc, CAST(NULL, 'Nullable(String)') AS none, "
+        "toUInt64(18446744073709551615) AS big, toInt8(-3) AS small, true AS yes, "
+        "CAST('x', 'Enum8(\\'x\\' = 1)') AS enum, toDateTime64('2026-11-29 04:05:06.789', 3, 'UTC') AS at, "
+        "toDate('2026-11-29') AS day, nan AS missing, toDecimal64(1.25, 2) AS price, "
+        "toUUID('00000000-0000-0000-0000-000000000001') AS uid, toFixedString('abc', 3) AS fixed, "
+        "[toDateTime('2026-11-29 00:00:00', 'UTC')] AS times, map('k', toDate('2026-01-02')) AS days, "
+        "tuple(1, 'z') AS pair"
+    )
+    reply = run_query(reader, sql)
+    assert dict(zip(reply["columns"], reply["rows"][0], strict=True)) == {
+        "s": "a", "lc": "b", "none": None, "big": 18446744073709551615, "small": -3, "yes": True,
+        "enum": "x", "at": "2026-11-29T04:05:06.789Z", "day": "2026-11-29", "missing": None,
+        "price": 1.25, "uid": "00000000-0000-0000-0000-000000000001", "fixed": "abc",
+        "times": ["2026-11-29T00:00:00Z"], "days": {"k": "2026-01-02"}, "pair": [1, "z"],
+    }  # fmt: skip
+    json.dumps(reply, allow_nan=False)

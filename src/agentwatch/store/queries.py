@@ -11,17 +11,13 @@ sends them over the bus.
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import ipaddress
-import math
 import time
-import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentwatch.agents import LOST_AFTER_S
 from agentwatch.store import guard, live_window
 from agentwatch.store.agents_sql import scope_sql
+from agentwatch.store.plain import plain_rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -41,33 +37,6 @@ class Query(NamedTuple):
 
 
 # --- answering ----------------------------------------------------------------------------------
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-friendly form of what ClickHouse returns."""
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            return (
-                value.isoformat(timespec="milliseconds") + "Z"
-                if value.microsecond
-                else value.isoformat() + "Z"
-            )
-        return value.isoformat()
-    if isinstance(value, (dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, (uuid.UUID, ipaddress.IPv4Address, ipaddress.IPv6Address)):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, float) and math.isnan(value):  # NaN has no JSON form
-        return None
-    return value
 
 
 def _clean_error(exc: Exception) -> str:
@@ -113,11 +82,12 @@ def run_query(
         message = guard.hint(sql, _clean_error(exc))
         return {"error": message, "refused": True} if guard.is_refusal(message) else {"error": message}
     rows = result.result_rows
+    types = [t.name for t in result.column_types]
     limit = max(1, min(max_rows, QUERY_MAX_ROWS))
     return {
         "columns": list(result.column_names),
-        "types": [t.name for t in result.column_types],
-        "rows": [[_plain(v) for v in row] for row in rows[:limit]],
+        "types": types,
+        "rows": plain_rows(rows[:limit], types),
         "truncated": len(rows) > limit,
         "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
     }
