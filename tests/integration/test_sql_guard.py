@@ -4,10 +4,9 @@ have a memory limit and run side by side, and say "busy" rather than queue witho
 
 from __future__ import annotations
 
-import json
-
 import asyncio
 import concurrent.futures
+import json
 import os
 import time
 from collections.abc import Iterator
