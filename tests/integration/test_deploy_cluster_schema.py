@@ -166,6 +166,7 @@ def test_cluster_views_are_the_single_node_views() -> None:
         "agent_key_messages_mv", "hook_runs", "api_requests", "otel_metric_totals", "events_in_mv",
         "session_totals_usage_mv", "session_totals_states_mv", "scope_hours_events_mv",
         "scope_hours_messages_mv", "scope_hours_usage_mv", "agents_since", "session_owner_usage_mv",
+        "session_totals_owner_mv",
         *(f"{table}_mv" for table in ROLLUP_TABLES
           if table not in ("event_ids", "session_totals", "scope_hours")),
     }  # fmt: skip

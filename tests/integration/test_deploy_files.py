@@ -542,7 +542,7 @@ def test_store_can_migrate_and_insert_but_not_drop_or_alter(users: ET.Element) -
             )
     assert dropped == grantable
     assert index_needed == indexed == {"events", "call_rollup"}
-    assert query_needed == requeried == {"usage_in_mv", "events_in_mv"}
+    assert query_needed == requeried == {"usage_in_mv", "events_in_mv", "session_totals_usage_mv"}
     assert projection_needed == projected == {"call_rollup"}
     assert dropped["TABLE"] == {"call_events", "agent_rollup", "cost_by_agent", "usage", "usage_by_hour"}
     kept = {"events", "messages", "message_envelopes", "usage", "alerts", "dead_letters"}

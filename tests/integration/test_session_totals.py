@@ -29,9 +29,9 @@ COLUMNS_OF_009 = (
 NEWEST = f"SELECT {COLUMNS_OF_009} FROM {{view}} ORDER BY last_at DESC, session_id LIMIT 200"  # noqa: S608
 
 
-def view_of_009(name: str) -> str:
-    """The SELECT of `name` as 009_rollups.sql defined it (over session_cost and cost_states)."""
-    text = SCHEMA_DIR.joinpath("009_rollups.sql").read_text(encoding="utf-8")
+def view_of_009(name: str, migration: str = "009_rollups") -> str:
+    """The SELECT of `name` as 009_rollups.sql (or `migration`) defined it."""
+    text = SCHEMA_DIR.joinpath(f"{migration}.sql").read_text(encoding="utf-8")
     head = f"CREATE OR REPLACE VIEW {name} AS\n"
     body = text[text.index(head) + len(head) :]
     return body[: body.index(";\n")]
@@ -99,3 +99,69 @@ def test_the_newest_sessions_are_those_of_009s_view(chdb_database: Client) -> No
     every = cost_answers(chdb_database, "session_costs", "session_id")
     assert len(every) == 1050
     assert every == cost_answers(chdb_database, f"({view_of_009('session_costs')})", "session_id")
+
+
+# Usage of 300 sessions (random ids) over two days, each by one of 7 people in one of 5
+# repositories; the events of every other session, a day later than its usage on another branch;
+# later usage on a branch of its own.
+_OWNED_USAGE = (
+    "INSERT INTO usage_in (session_id, message_id, request_id, timestamp, agent, model, output_tokens, "
+    "cost_usd, version, sign, person, repo, branch) "
+    "SELECT toString(cityHash64(intDiv(number, 10))), concat('m', toString(number)), 'r', "
+    "now64(3) - toIntervalSecond(intDiv((3000 - number) * 172800, 3000) + {shift}), 'lead', 'opus', 100, "
+    "0.01, 1, 1, concat('p', toString(intDiv(number, 10) % 7), '@example.com'), "
+    "concat('example.com/team/r', toString(intDiv(number, 10) % 5)), '{branch}' "
+    "FROM numbers(3000) WHERE {where}"
+)
+_OWNED_EVENTS = (
+    "INSERT INTO events (id, timestamp, event, kind, agent, session_id, host, person, repo, branch) "
+    "SELECT concat('e{tag}', toString(number)), now64(3) - toIntervalSecond({shift}), 'PreToolUse', "
+    "'tool', 'lead', toString(cityHash64(number)), 'h1', concat('q', toString(number % 3)), "
+    "concat('example.com/team/r', toString(number % 5)), concat('{tag}-', toString(number)) "
+    "FROM numbers(300) WHERE number % 2 = 0"
+)
+
+
+def every_row(client: Client, view: str, where: str = "") -> list[tuple[Any, ...]]:
+    """Every column of `view`'s rows, by session, its floats to 1e-9 (sums in another order)."""
+    rows = client.query(f"SELECT * FROM {view} {where} ORDER BY session_id").result_rows  # noqa: S608
+    return [tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in rows]
+
+
+def test_the_grouped_view_names_the_owner_021s_join_named(chdb_database: Client) -> None:
+    """027: session_costs groups session_totals, whose owner column its events and usage feed:
+    every column, the person, repo and branch among them, is 021's view's, migrated, live and
+    merged; a WHERE on session_id reads those sessions alone and answers their rows."""
+    of_021 = f"({view_of_009('session_costs', '021_attribution')})"
+    store_before_rollups(chdb_database, before=27)
+    chdb_database.command(_OWNED_USAGE.format(shift=86400, where="1", branch="main"))
+    chdb_database.command(_OWNED_EVENTS.format(tag="old", shift=3600))
+    before = every_row(chdb_database, "session_costs")
+    assert len(before) == 300 and {row[-1] for row in before} == {"main"} | {
+        f"old-{n}" for n in range(0, 300, 2)
+    }
+
+    assert "027_session_costs_grouped" in apply_migrations(chdb_database)
+    assert every_row(chdb_database, "session_costs") == before
+    # Live: newer events on another branch, newer usage of a third of the sessions.
+    chdb_database.command(_OWNED_EVENTS.format(tag="new", shift=60))
+    chdb_database.command(_OWNED_USAGE.format(shift=0, where="number % 30 = 0", branch="next"))
+    live = every_row(chdb_database, "session_costs")
+    assert live == every_row(chdb_database, of_021)
+    assert {row[-1] for row in live} >= {f"new-{n}" for n in range(0, 300, 2)} | {"next"}
+    chdb_database.command("OPTIMIZE TABLE session_totals FINAL")
+    assert every_row(chdb_database, "session_costs") == live
+
+    recent = every_row(
+        chdb_database,
+        "session_costs",
+        "WHERE session_id IN (SELECT scope FROM scope_hours WHERE hour >= now() - INTERVAL 1 DAY)",
+    )
+    active = {
+        row[0]
+        for row in chdb_database.query(
+            "SELECT DISTINCT scope FROM scope_hours WHERE hour >= now() - INTERVAL 1 DAY"
+        ).result_rows
+    }
+    assert 0 < len(recent) < len(live)
+    assert recent == [row for row in live if row[0] in active]

@@ -104,7 +104,10 @@ FROM session_totals FINAL
 WHERE calls > 0 OR claude.1 = 1;
 
 -- The backfill: what was stored before (one row per message: usage FINAL; cost_states as they are).
-INSERT INTO session_totals
+INSERT INTO session_totals (
+    session_id, calls, main_calls, input, output, cache_read, cache_5m, cache_1h, priced, unpriced, model_set,
+    first_usage, last_usage, main, parent, usage_team, claude
+)
 SELECT
     session_id,
     toInt64(count()) AS calls,
