@@ -15,7 +15,7 @@ import pytest
 
 from agentwatch.tui.live import LiveState, StoredFirst
 from agentwatch.tui.model import FeedLine
-from agentwatch.tui.truth import Truth
+from agentwatch.tui.truth import Same, Truth
 
 BASE = 1_795_000_000.0
 LEAD = ("h", "s1", "lead")
@@ -115,9 +115,9 @@ def test_the_figures_are_the_stores_answer_plus_the_live_ones_it_lacks(order: tu
                 state.deliver(event(n))
             state.drain()
         else:
-            asked = state.ask_truth()
-            assert asked is not None and state.ask_truth() is None, "one question out at a time"
-            state.take_truth(answer({"e2", "e3"} & set(asked), 3))
+            question = state.ask_truth()
+            assert question is not None and state.ask_truth() is None, "one question out at a time"
+            state.take_truth(answer({"e2", "e3"} & set(question[0]), 3))
     state.take_truth(answer({"e2", "e3"}, 3))  # the next refresh
     lead = state.roster.get(LEAD)
     assert lead is not None and lead.events == 5 and lead.tool_calls == 5
@@ -125,11 +125,36 @@ def test_the_figures_are_the_stores_answer_plus_the_live_ones_it_lacks(order: tu
     assert sorted(e["id"] for e in state.unconfirmed.envelopes()) == ["e4", "e5"]
 
 
+def test_an_event_stored_before_the_mark_and_delivered_after_the_question_counts_once() -> None:
+    """e3 is stored before the store's mark is read, so its answer counts it; the dashboard gets it
+    live only after it sent that question (it did not ask about e3). The mark then stays: the next
+    refreshes ask about e3 alone, once, and it leaves the live count; e4, which the store never
+    holds, is asked once at that mark, not at every refresh."""
+    state = LiveState(stored=True)
+    state.take_history([])
+    assert state.ask_truth() == ([], None)
+    state.take_truth(Truth(**{**answer(set(), 3).__dict__, "mark": (3, 0, 0, 0)}))
+    for n in (3, 4):
+        state.deliver(event(n))
+    state.drain()
+    lead = state.roster.get(LEAD)
+    assert lead is not None and lead.events == 5 and state.events_total + state.unconfirmed.events == 5
+    assert state.ask_truth() == (["e3", "e4"], (3, 0, 0, 0)), "the mark only, and the ids"
+    assert state.truth_same(Same(["e3", "e4"], {"e3"})) is True
+    lead = state.roster.get(LEAD)
+    assert lead is not None and lead.events == 4 and lead.tool_calls == 4
+    assert state.events_total + state.unconfirmed.events == 4
+    assert state.ask_truth() == ([], (3, 0, 0, 0)), "e4 was asked at this mark already"
+    assert state.truth_same(Same()) is False
+    state.take_truth(Truth(**{**answer(set(), 4).__dict__, "mark": (4, 0, 0, 0)}))
+    assert state.ask_truth() == (["e4"], (4, 0, 0, 0)), "a new mark: asked again"
+
+
 def test_a_store_that_does_not_answer_is_asked_again_soon_before_its_first_answer() -> None:
     state = LiveState(stored=True)
     state.ask_truth()
     assert state.truth_failed("down") is True and not state.store_ok and state.history_done
-    assert state.ask_truth() == [] and state.take_truth(answer(set(), 0)) is True
+    assert state.ask_truth() == ([], None) and state.take_truth(answer(set(), 0)) is True
     state.ask_truth()
     assert state.truth_failed("down") is False, "after an answer: at the next refresh"
 

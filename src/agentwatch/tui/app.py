@@ -258,8 +258,8 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
 
     def refresh_truth(self) -> None:
         """Ask the store for its answer again (unless the last question is still out)."""
-        if self.history is not None and (asked := self.state.ask_truth()) is not None:
-            since = self.state.truth_since()
+        if self.history is not None and (question := self.state.ask_truth()) is not None:
+            asked, since = question
             self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s, since)
 
     @on(TruthIn)
@@ -269,8 +269,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
         self._dirty = True
 
     @on(TruthSame)
-    def _truth_same(self, _message: TruthSame) -> None:
-        self.state.truth_same()
+    def _truth_same(self, message: TruthSame) -> None:
+        if self.state.truth_same(message.value):
+            self._dirty = True
 
     @on(TruthFailed)
     def _truth_failed(self, message: TruthFailed) -> None:

@@ -86,8 +86,10 @@ class LiveState:
         self.team = Team()
         self.alerts = Alerts()
         self.costs = Costs()
-        # Live events counted on top of the store's last answer, until it holds them.
+        # Live events counted on top of the store's last answer, until it holds them; of them,
+        # those asked about at the store's present mark that it did not hold then.
         self.unconfirmed = Unconfirmed()
+        self.checked: set[str] = set()
         self.pending: deque[dict[str, Any] | bytes] = deque(maxlen=PENDING_MAX)
         # The history's ids (at most its rows): a live copy of one is not taken again, however late.
         self.history = StoredFirst()
@@ -104,7 +106,9 @@ class LiveState:
         # The store's mark at its last whole answer, and when that came (time.monotonic()).
         self.mark: tuple[Any, ...] | None = None
         self.mark_at = 0.0
-        # The store's last answer and costs while paused: taken when the pause ends.
+        # The store's last answer taken, and its last answer and costs while paused: taken when
+        # the pause ends.
+        self.last_truth: truth.Truth | None = None
         self.held_truth: truth.Truth | None = None
         self.held_costs: list[tuple[Any, ...]] | None = None
         # How the live view is shown: set by its keys, read by its paint.
@@ -186,12 +190,16 @@ class LiveState:
 
     # -- the store's answers -------------------------------------------------------------------
 
-    def ask_truth(self) -> list[str] | None:
-        """The live ids to ask the store about, or None while the last question is out."""
+    def ask_truth(self) -> tuple[list[str], tuple[Any, ...] | None] | None:
+        """The live ids to ask the store about and the mark its answer may stop at (truth_since),
+        or None while the last question is out. At an unchanged mark, an id asked at it before
+        is not asked again: the store held no more since."""
         if not self.stored or self.truth_asked:
             return None
         self.truth_asked = True
-        return self.unconfirmed.ids(truth.STORED_CHECK_MAX)
+        since = self.truth_since()
+        skip = self.checked if since is not None else frozenset()
+        return self.unconfirmed.ids(truth.STORED_CHECK_MAX, skip), since
 
     def truth_since(self) -> tuple[Any, ...] | None:
         """The mark a refresh may stop at (its answer unchanged), or None: ask for everything."""
@@ -199,11 +207,21 @@ class LiveState:
             return None
         return self.mark
 
-    def truth_same(self) -> None:
-        """The store's mark did not move: nothing it holds changed, the last answer stands."""
+    def truth_same(self, same: truth.Same) -> bool:
+        """The store's mark did not move: nothing it holds changed, the last answer stands. The
+        live ids it holds leave the live count (that answer counts them), and the answer is taken
+        again with the live events it lacks on top; True when that changed anything."""
         self.truth_asked = False
         self.store_ok = True
         self._forget_start_up_note()
+        if self.paused or self.last_truth is None:
+            return False  # asked again after the pause, or with the first answer
+        self.checked.update(set(same.asked) - same.stored)
+        if not same.stored:
+            return False
+        self.unconfirmed.confirm(same.stored)
+        truth.take(self.last_truth, self.roster, self.team, self.unconfirmed)
+        return True
 
     def _forget_start_up_note(self) -> None:
         if self.truth_in_once and self.history_done and self.store_text.endswith(LOADED):
@@ -219,7 +237,7 @@ class LiveState:
         if self.paused and self.truth_in_once:
             self.held_truth = answer
             return False
-        self.held_truth = None
+        self.held_truth, self.last_truth, self.checked = None, answer, set()
         self._forget_start_up_note()
         truth.take(answer, self.roster, self.team, self.unconfirmed)
         self.alerts.load(answer.alerts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -450,9 +450,9 @@ class Unconfirmed:
         if env.get("kind") != "message":
             self.events += 1
 
-    def ids(self, limit: int) -> list[str]:
-        """The oldest `limit` ids: those most likely stored by now."""
-        return list(itertools.islice(self._items, limit))
+    def ids(self, limit: int, skip: Set[str] = frozenset()) -> list[str]:
+        """The oldest `limit` ids (those most likely stored by now), none of `skip`."""
+        return list(itertools.islice((i for i in self._items if i not in skip), limit))
 
     def confirm(self, stored: Iterable[str]) -> None:
         """The store holds these now: its next answer counts them."""

@@ -46,8 +46,8 @@ class TruthIn(Answer[truth.Truth]):
     """The store's answer for every figure."""
 
 
-class TruthSame(Answer[None]):
-    """The store's mark did not move: its last answer stands."""
+class TruthSame(Answer[truth.Same]):
+    """The store's mark did not move: its last answer stands (and which live ids it holds)."""
 
 
 class TruthFailed(Answer[str]):
@@ -91,7 +91,7 @@ class StoreSide(_Base):
         except HistoryError as exc:
             self.post_message(TruthFailed(str(exc)))
             return
-        self.post_message(TruthSame(None) if answer is None else TruthIn(answer))
+        self.post_message(TruthSame(answer) if isinstance(answer, truth.Same) else TruthIn(answer))
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
     def load_history(self, rows: int) -> None:

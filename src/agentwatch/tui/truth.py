@@ -7,7 +7,9 @@ on top of its previous answer the store now holds (its watermark). The app then 
 plus the live events the store does not hold yet (model.Unconfirmed). Nothing here imports Textual.
 
 The watermark is asked after the figures: an event stored in between is in neither for one
-refresh (shown at the next), never in both.
+refresh (shown at the next). An event the store held before its mark was read but that reached
+the dashboard after the question went out is in the answer and counted live on top: the next
+refresh, even one that finds the mark unchanged, asks about it, and it then counts once.
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ class Truth:
     mark: tuple[Any, ...] | None = None  # the store's mark asked before the figures
 
 
+@dataclass
+class Same:
+    """The store's mark did not move since its last answer: that answer stands. Of the live ids
+    `asked`, those `stored`: the store held them when that answer's mark was read (nothing was
+    stored since), so that answer counts them already."""
+
+    asked: list[str] = field(default_factory=list)
+    stored: set[str] = field(default_factory=set)
+
+
 def mark(history: HistorySource) -> tuple[Any, ...] | None:
     """The store's mark (None when it gives none: then every refresh reads everything)."""
     rows = history.query(*queries.STORE_MARK).rows
@@ -63,14 +75,20 @@ def read(
     roster_limit: int,
     lost_after_s: float,
     since: tuple[Any, ...] | None = None,
-) -> Truth | None:
+) -> Truth | Same:
     """The store's answer for the live window (the scopes active within `lost_after_s` and the
-    newest ones: store/live_roster.py), or None when its mark is still `since` (nothing it holds
-    changed: the last answer stands); raises HistoryError (the caller shows its message and asks
-    again). The mark is asked first: what is stored after it moves it, and the next refresh reads."""
+    newest ones: store/live_roster.py), or Same when its mark is still `since` (nothing it holds
+    changed: the last answer stands, and which of `asked` it holds); raises HistoryError (the
+    caller shows its message and asks again). The mark is asked first: what is stored after it
+    moves it, and the next refresh reads."""
     now_mark = mark(history)
     if since is not None and now_mark == since:
-        return None
+        # A live event may reach the dashboard after the store held it and after the question
+        # that would have confirmed it: the answer counts it, and so did the dashboard on top.
+        # Asked now, it leaves the live count (the mark says the answer holds it).
+        if not asked:
+            return Same()
+        return Same(list(asked), _stored(history, asked))
     ask = lambda q: history.query(*q)  # noqa: E731 - one reader for every question below
     window = live_roster.read(ask, roster_limit, lost_after_s)
     owned(history, window.roster)
@@ -89,8 +107,12 @@ def read(
         *history.query(*queries.alerts(limit=ALERTS_RECENT)).dicts(),
     ]
     if asked:
-        truth.stored = {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
+        truth.stored = _stored(history, asked)
     return truth
+
+
+def _stored(history: HistorySource, asked: Sequence[str]) -> set[str]:
+    return {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
 
 
 def owned(history: HistorySource, roster: list[dict[str, Any]]) -> None:
