@@ -276,7 +276,7 @@ LAYERED_VIEW = "agents_since_layered"
 def layered(clients: dict[int, Any], docs: list[tuple[str, str]]) -> list[tuple[str, queries.Query]]:
     """The docs' blocks over agents_since, asked of the view as 020 made it (four layers; 026 made
     it two), made beside it in each history: the reference, on the same store in the same run."""
-    view = agents_sql.agents_select_layered(live_window._SINCE_SCOPES)
+    view = agents_sql.agents_select_layered(live_window._SINCE_SCOPES_020)
     for client in clients.values():
         client.command(f"CREATE OR REPLACE VIEW {LAYERED_VIEW} AS {view}")
     return [

@@ -184,12 +184,14 @@ def test_the_generated_sql_is_current() -> None:
     assert written.count(f"{agents_sql.scope_sql()} AS scope") == 3
     flat = SCHEMA_DIR.joinpath(Path(live_window.FLAT_OUTPUT).name).read_text(encoding="utf-8")
     assert flat == live_window.render_flat(), f"regenerate it: {live_window.FLAT_COMMAND}"
+    since = SCHEMA_DIR.joinpath(Path(live_window.SINCE_OUTPUT).name).read_text(encoding="utf-8")
+    assert since == live_window.render_since(), f"regenerate it: {live_window.SINCE_COMMAND}"
 
 
 def test_the_flat_agents_views_answer_the_rows_of_the_layered_ones(chdb_database: Client) -> None:
-    """026 replaced the `agents` view and agents_since with a two-layer SELECT: on a history with
-    live, finished and cost-only agents, every row of both is what the four-layer SELECT of 012
-    and 020 answers, column for column."""
+    """026 replaced the `agents` view and agents_since with a two-layer SELECT, and 028 asked
+    agents_since's scopes more simply: on a history with live, finished and cost-only agents, every
+    row of both is what the four-layer SELECT of 012 and 020 answers, column for column."""
     a_history(chdb_database, sessions=40)
     chdb_database.command(  # an agent known by its API messages alone, in the live session
         "INSERT INTO usage_in (session_id, message_id, request_id, timestamp, agent, parent_agent, host, "
@@ -197,7 +199,7 @@ def test_the_flat_agents_views_answer_the_rows_of_the_layered_ones(chdb_database
         "'lead', 'host-9', 'gpt-5.5', 50, 0.01, 1)"
     )
     since = "now64(3) - INTERVAL 1 DAY"
-    layered = live_window._SINCE_SCOPES.replace("{since:DateTime64(3, 'UTC')}", f"({since})")
+    layered = live_window._SINCE_SCOPES_020.replace("{since:DateTime64(3, 'UTC')}", f"({since})")
     pairs = [("agents", agents_sql.agents_select_layered()),
              (f"agents_since(since = {since})", agents_sql.agents_select_layered(layered))]  # fmt: skip
     every = "SELECT * EXCEPT (silent_s) FROM {} ORDER BY host, scope, agent"  # silent_s: of its own now

@@ -396,6 +396,8 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         "TO session_totals_local AS",
         f"ALTER TABLE session_totals_usage_mv {ON_CLUSTER} MODIFY QUERY",
         f"CREATE OR REPLACE VIEW session_costs {ON_CLUSTER} AS",
+        # 028_agents_since_planned_less: agents_since, its scopes asked more simply
+        f"CREATE OR REPLACE VIEW agents_since {ON_CLUSTER} AS",
     ]
 
 
@@ -447,6 +449,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 1  # 025_spool_by_arrival: coverage
         + 2  # 026_flat_agents: agents, agents_since
         + 5  # 027_session_costs_grouped: a column on two tables, a view, a view's query, session_costs
+        + 1  # 028_agents_since_planned_less: agents_since
     )
     assert all(ON_CLUSTER in s for s in statements)
 

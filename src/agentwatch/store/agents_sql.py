@@ -461,13 +461,18 @@ def _filled(text: str, lost_after_s: str = str(agents.LOST_AFTER_S)) -> str:
     return text
 
 
-def agents_select(scopes: str = "", lost_after_s: str = str(agents.LOST_AFTER_S)) -> str:
+def agents_select(
+    scopes: str = "", lost_after_s: str = str(agents.LOST_AFTER_S), key_scopes: str = ""
+) -> str:
     """The `agents` view's SELECT; with `scopes` (SQL that gives (host, scope) pairs: a subquery
     in brackets, or a parameter), only the agents of those scopes, read from the rollups' rows of
     those scopes alone (their sort keys start with host and scope). `lost_after_s`: the silence
-    after which an agent not stopped is lost, as SQL (a number or a parameter)."""
+    after which an agent not stopped is lost, as SQL (a number or a parameter). `key_scopes`: the
+    pairs whose agents the usage-only branch's `NOT IN` reads (every pair of `scopes` among them),
+    `scopes` when not given."""
     in_scopes = f"(host, scope) IN {scopes}" if scopes else ""
-    key = f"SELECT host, scope, agent FROM agent_key_rollup{' WHERE ' + in_scopes if scopes else ''}"  # noqa: S608 - constants only
+    in_key = f"(host, scope) IN {key_scopes or scopes}" if scopes else ""
+    key = f"SELECT host, scope, agent FROM agent_key_rollup{' WHERE ' + in_key if scopes else ''}"  # noqa: S608 - constants only
     not_key = f"(host, scope, agent) NOT IN ({key})"
     text = _AGENTS_SELECT.replace("@IN_SCOPES@", f"    WHERE {in_scopes}\n" if scopes else "")
     text = text.replace("@NOT_KEY@", f"    WHERE {in_scopes + ' AND ' if scopes else ''}{not_key}\n")
