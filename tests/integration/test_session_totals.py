@@ -114,7 +114,7 @@ _OWNED_USAGE = (
     "FROM numbers(3000) WHERE {where}"
 )
 _OWNED_EVENTS = (
-    "INSERT INTO events (id, timestamp, event, kind, agent, session_id, host, person, repo, branch) "
+    "INSERT INTO events_in (id, timestamp, event, kind, agent, session_id, host, person, repo, branch) "
     "SELECT concat('e{tag}', toString(number)), now64(3) - toIntervalSecond({shift}), 'PreToolUse', "
     "'tool', 'lead', toString(cityHash64(number)), 'h1', concat('q', toString(number % 3)), "
     "concat('example.com/team/r', toString(number % 5)), concat('{tag}-', toString(number)) "
@@ -128,10 +128,11 @@ def every_row(client: Client, view: str, where: str = "") -> list[tuple[Any, ...
     return [tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in rows]
 
 
-def test_the_grouped_view_names_the_owner_021s_join_named(chdb_database: Client) -> None:
-    """027: session_costs groups session_totals, whose owner column its events and usage feed:
-    every column, the person, repo and branch among them, is 021's view's, migrated, live and
-    merged; a WHERE on session_id reads those sessions alone and answers their rows."""
+def test_the_owner_in_session_totals_is_the_one_021s_join_named(chdb_database: Client) -> None:
+    """027: session_costs reads each session's owner from session_totals (its events and usage feed
+    it) where 021 joined session_owner: every column, the person, repo and branch among them, is
+    021's view's, migrated, live and merged; docs/queries.md's WHERE on the last day's sessions
+    answers their rows."""
     of_021 = f"({view_of_009('session_costs', '021_attribution')})"
     store_before_rollups(chdb_database, before=27)
     chdb_database.command(_OWNED_USAGE.format(shift=86400, where="1", branch="main"))
@@ -141,7 +142,7 @@ def test_the_grouped_view_names_the_owner_021s_join_named(chdb_database: Client)
         f"old-{n}" for n in range(0, 300, 2)
     }
 
-    assert "027_session_costs_grouped" in apply_migrations(chdb_database)
+    assert "027_session_owner_in_totals" in apply_migrations(chdb_database)
     assert every_row(chdb_database, "session_costs") == before
     # Live: newer events on another branch, newer usage of a third of the sessions.
     chdb_database.command(_OWNED_EVENTS.format(tag="new", shift=60))

@@ -385,15 +385,14 @@ def test_the_store_migrations_become_local_distributed_null_and_views() -> None:
         # 026_flat_agents: both agents views in two layers
         f"CREATE OR REPLACE VIEW agents {ON_CLUSTER} AS",
         f"CREATE OR REPLACE VIEW agents_since {ON_CLUSTER} AS",
-        # 027_session_costs_grouped: session_totals' owner (local and Distributed), its view from
-        # events, the usage view's query, session_costs grouped
+        # 027_session_owner_in_totals: session_totals' owner (local and Distributed), its view from
+        # events, the usage view's query, session_costs without its join
         *(
             f"ALTER TABLE {t} {ON_CLUSTER} ADD COLUMN IF NOT EXISTS owner SimpleAggregateFunction(max, "
             "Tuple(DateTime64(3, 'UTC'), String, String, String));"
             for t in ("session_totals_local", "session_totals")
         ),
-        f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_totals_owner_mv {ON_CLUSTER} "
-        "TO session_totals_local AS",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS session_totals_owner_mv {ON_CLUSTER} TO session_totals AS",
         f"ALTER TABLE session_totals_usage_mv {ON_CLUSTER} MODIFY QUERY",
         f"CREATE OR REPLACE VIEW session_costs {ON_CLUSTER} AS",
         # 028_agents_since_planned_less: agents_since, its scopes asked more simply
@@ -448,7 +447,7 @@ def test_the_output_splits_like_a_migration() -> None:
         + 4  # 024_hook_time: three columns, a view's query
         + 1  # 025_spool_by_arrival: coverage
         + 2  # 026_flat_agents: agents, agents_since
-        + 5  # 027_session_costs_grouped: a column on two tables, a view, a view's query, session_costs
+        + 5  # 027_session_owner_in_totals: a column on two tables, a view, a view's query, session_costs
         + 1  # 028_agents_since_planned_less: agents_since
     )
     assert all(ON_CLUSTER in s for s in statements)
