@@ -262,16 +262,20 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             asked, since = question
             self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s, since)
 
+    # A store's answer is painted as a live event is (paced), not at the next tick: the first one
+    # is the dashboard's first screen, which a tick made wait up to REPAINT_SECONDS more.
     @on(TruthIn)
     def _truth_in(self, message: TruthIn) -> None:
         if self.state.take_truth(message.value) and self.history is not None:
             self.load_history(self.history_rows)
         self._dirty = True
+        self._ask_frame()
 
     @on(TruthSame)
     def _truth_same(self, message: TruthSame) -> None:
         if self.state.truth_same(message.value):
             self._dirty = True
+            self._ask_frame()
 
     @on(TruthFailed)
     def _truth_failed(self, message: TruthFailed) -> None:
@@ -283,6 +287,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     def _history_in(self, message: HistoryIn) -> None:
         self.state.take_history(message.value)
         self._dirty = True
+        self._ask_frame()
 
     @on(HistoryFailed)
     def _history_failed(self, message: HistoryFailed) -> None:
