@@ -3972,12 +3972,11 @@ FROM
 -- session_costs without its join: each session's owner in session_totals itself.
 --
 -- 021's view joined every session's owner (session_owner, grouped per session) to
--- `session_totals FINAL`: the join's right side was built whole at each question, every session
--- of the history, whatever the question asked (74 ms for the newest 200 sessions at 10M events,
--- 38 ms for those of the last day). Now session_totals gains
+-- `session_totals FINAL`: the join's right side was built from every session of the history at
+-- each question, whatever the question asked. Now session_totals gains
 --   owner   each session's latest (time, person, repo, branch), from its events and its usage
 --           as session_owner has it
--- and the view reads `session_totals FINAL` alone (44 and 36 ms). The figures are 021's.
+-- and the view reads `session_totals FINAL` alone. The figures are 021's.
 ALTER TABLE session_totals_local ON CLUSTER '{cluster}' ADD COLUMN IF NOT EXISTS owner SimpleAggregateFunction(max, Tuple(DateTime64(3, 'UTC'), String, String, String));
 
 -- The same column on the Distributed session_totals, whose columns are session_totals_local's.
