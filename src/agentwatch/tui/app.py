@@ -262,20 +262,22 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             asked, since = question
             self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s, since)
 
-    # A store's answer is painted as a live event is (paced), not at the next tick: the first one
-    # is the dashboard's first screen, which a tick made wait up to REPAINT_SECONDS more.
+    def _answer_taken(self) -> None:
+        """A store's answer is painted as a live event is (paced), not at the next tick: the first
+        one is the dashboard's first screen, which a tick made wait up to REPAINT_SECONDS more."""
+        self._dirty = True
+        self._ask_frame()
+
     @on(TruthIn)
     def _truth_in(self, message: TruthIn) -> None:
         if self.state.take_truth(message.value) and self.history is not None:
             self.load_history(self.history_rows)
-        self._dirty = True
-        self._ask_frame()
+        self._answer_taken()
 
     @on(TruthSame)
     def _truth_same(self, message: TruthSame) -> None:
         if self.state.truth_same(message.value):
-            self._dirty = True
-            self._ask_frame()
+            self._answer_taken()
 
     @on(TruthFailed)
     def _truth_failed(self, message: TruthFailed) -> None:
@@ -286,8 +288,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     @on(HistoryIn)
     def _history_in(self, message: HistoryIn) -> None:
         self.state.take_history(message.value)
-        self._dirty = True
-        self._ask_frame()
+        self._answer_taken()
 
     @on(HistoryFailed)
     def _history_failed(self, message: HistoryFailed) -> None:
