@@ -41,6 +41,7 @@ from agentwatch.agents import LOST_AFTER_S
 from agentwatch.store import agents_sql, live_roster, live_window, queries
 from agentwatch.store.answer import decode
 from agentwatch.store.migrations import apply_migrations
+from agentwatch.tui import truth
 from history_bench import documented, print_table, settle, time_interleaved
 
 BLOCK = 1_000_000
@@ -152,9 +153,13 @@ def open_history(base: Path, root: Any, size: int) -> Any:
 
 def stored_ids(client: Any) -> queries.Query:
     """The watermark: which of the 2,000 newest event ids the store holds (a dashboard counting
-    live events on top of its answer asks about those it counted)."""
-    ids = [r[0] for r in client.query("SELECT id FROM events ORDER BY timestamp DESC LIMIT 2000").result_rows]
-    return queries.stored_ids(ids)
+    live events on top of its answer asks about those it counted, from the oldest one's time less
+    tui/truth's margin on)."""
+    rows = client.query(
+        "SELECT id, toUnixTimestamp64Milli(timestamp) / 1000 FROM events ORDER BY timestamp DESC LIMIT 2000"
+    ).result_rows
+    oldest = min(float(t) for _, t in rows) - truth.STORED_CHECK_MARGIN_SECONDS
+    return queries.stored_ids([str(i) for i, _ in rows], oldest)
 
 
 def asker(client: Any) -> live_roster.Ask:

@@ -308,3 +308,22 @@ def test_the_folded_window_reads_the_window_not_the_history(chdb_database: Clien
     for query in (live_roster.agents_query(scopes), live_roster.costs_query(scopes)):
         read = int(chdb_database.query(query.sql, parameters=query.params).summary["read_rows"])
         assert read < sessions / 2, f"{query.sql[:60]} read {read} rows of {2 * sessions} agents"
+
+
+def test_the_watermark_asks_the_events_and_messages_since_the_oldest_asked(chdb_database: Client) -> None:
+    """queries.stored_ids with a time reads events and messages from then on (ordered by time), and
+    finds every stored one of the ids asked, as event_ids does; an id stored before it is not."""
+    a_history(chdb_database, sessions=40)
+    newest = chdb_database.query(
+        "SELECT id, toUnixTimestamp64Milli(timestamp) / 1000 FROM "
+        "(SELECT id, timestamp FROM events UNION ALL SELECT id, timestamp FROM messages) "
+        "ORDER BY timestamp DESC LIMIT 60"
+    ).result_rows
+    ids = [str(i) for i, _ in newest] + ["never-stored"]
+    oldest = min(float(t) for _, t in newest)
+    assert {r["id"] for r in ask(chdb_database, queries.stored_ids(ids, oldest))} == set(ids) - {
+        "never-stored"
+    }
+    assert {r["id"] for r in ask(chdb_database, queries.stored_ids(ids, oldest + 1.0))} < set(ids[:-1])
+    in_events = {r["id"] for r in ask(chdb_database, queries.stored_ids(ids))}
+    assert in_events and in_events <= {r["id"] for r in ask(chdb_database, queries.stored_ids(ids, oldest))}

@@ -15,10 +15,11 @@ import pytest
 
 from agentwatch.tui.live import LiveState, StoredFirst
 from agentwatch.tui.model import FeedLine
-from agentwatch.tui.truth import Same, Truth
+from agentwatch.tui.truth import STORED_CHECK_MARGIN_SECONDS, Same, Truth
 
 BASE = 1_795_000_000.0
 LEAD = ("h", "s1", "lead")
+MARGIN = STORED_CHECK_MARGIN_SECONDS
 
 
 def event(n: int, name: str = "PreToolUse", agent: str = "lead") -> dict[str, Any]:
@@ -132,29 +133,29 @@ def test_an_event_stored_before_the_mark_and_delivered_after_the_question_counts
     holds, is asked once at that mark, not at every refresh."""
     state = LiveState(stored=True)
     state.take_history([])
-    assert state.ask_truth() == ([], None)
+    assert state.ask_truth() == ([], None, None)
     state.take_truth(Truth(**{**answer(set(), 3).__dict__, "mark": (3, 0, 0, 0)}))
     for n in (3, 4):
         state.deliver(event(n))
     state.drain()
     lead = state.roster.get(LEAD)
     assert lead is not None and lead.events == 5 and state.events_total + state.unconfirmed.events == 5
-    assert state.ask_truth() == (["e3", "e4"], (3, 0, 0, 0)), "the mark only, and the ids"
+    assert state.ask_truth() == (["e3", "e4"], (3, 0, 0, 0), BASE + 3 - MARGIN), "the mark only, the ids"
     assert state.truth_same(Same(["e3", "e4"], {"e3"})) is True
     lead = state.roster.get(LEAD)
     assert lead is not None and lead.events == 4 and lead.tool_calls == 4
     assert state.events_total + state.unconfirmed.events == 4
-    assert state.ask_truth() == ([], (3, 0, 0, 0)), "e4 was asked at this mark already"
+    assert state.ask_truth() == ([], (3, 0, 0, 0), None), "e4 was asked at this mark already"
     assert state.truth_same(Same()) is False
     state.take_truth(Truth(**{**answer(set(), 4).__dict__, "mark": (4, 0, 0, 0)}))
-    assert state.ask_truth() == (["e4"], (4, 0, 0, 0)), "a new mark: asked again"
+    assert state.ask_truth() == (["e4"], (4, 0, 0, 0), BASE + 4 - MARGIN), "a new mark: asked again"
 
 
 def test_a_store_that_does_not_answer_is_asked_again_soon_before_its_first_answer() -> None:
     state = LiveState(stored=True)
     state.ask_truth()
     assert state.truth_failed("down") is True and not state.store_ok and state.history_done
-    assert state.ask_truth() == ([], None) and state.take_truth(answer(set(), 0)) is True
+    assert state.ask_truth() == ([], None, None) and state.take_truth(answer(set(), 0)) is True
     state.ask_truth()
     assert state.truth_failed("down") is False, "after an answer: at the next refresh"
 

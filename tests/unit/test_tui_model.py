@@ -428,6 +428,16 @@ def test_unconfirmed_events_leave_once_the_store_holds_them() -> None:
     assert pending.envelopes()[0]["data"] == {"notification_type": "idle_prompt"}, "what the state needs"
 
 
+def test_the_watermark_starts_at_the_earliest_unconfirmed_time_or_nowhere() -> None:
+    pending = Unconfirmed()
+    pending.add({"id": "a", "event": "Stop", "timestamp": "2026-11-29T06:00:01.000Z"})
+    pending.add({"id": "b", "event": "Stop", "timestamp": "2026-11-29T06:00:00.500Z"})
+    pending.add({"id": "c", "event": "Stop"})
+    assert pending.earliest(["a", "b"]) == 1_795_932_000.5
+    assert pending.earliest(["a", "c"]) is None, "one without a time: event_ids is asked"
+    assert pending.earliest([]) is None
+
+
 def test_the_feed_filter_takes_a_harness_and_keeps_quiet_events_out_of_sight() -> None:
     """`harness:codex` (or gemini, claude) narrows the feed; a model request's start, a streamed
     chunk and Gemini's automatic PreCompress are shown only to a filter that names them."""

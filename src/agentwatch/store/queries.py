@@ -11,6 +11,7 @@ sends them over the bus.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -511,11 +512,21 @@ def team_edges(window_s: int | None, limit: int = 500) -> Query:
     return Query(_EDGES_SQL.format(where=where), params)
 
 
-def stored_ids(ids: Sequence[str]) -> Query:
+def stored_ids(ids: Sequence[str], since: float | None = None) -> Query:
     """Which of `ids` (events or messages) the store holds: the dashboard's watermark. A live event
-    it holds is in the store's answers already; one it does not is added to them."""
+    it holds is in the store's answers already; one it does not is added to them. With `since`
+    (Unix seconds, at or before every one of their times), the events and messages since then are
+    asked, which are ordered by time: event_ids, ordered by id, has the ids in every granule, and
+    reads more of them as the history grows."""
+    params: dict[str, Any] = {"ids": [str(i) for i in ids]}
+    if since is None:
+        return Query("SELECT id FROM event_ids WHERE id IN {ids:Array(String)} GROUP BY id", params)
+    params["since"] = dt.datetime.fromtimestamp(max(since, 0.0), dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     return Query(
-        "SELECT id FROM event_ids WHERE id IN {ids:Array(String)} GROUP BY id", {"ids": [str(i) for i in ids]}
+        "SELECT id FROM events WHERE timestamp >= {since:DateTime64(3, 'UTC')} AND id IN {ids:Array(String)} "
+        "UNION ALL SELECT id FROM messages WHERE timestamp >= {since:DateTime64(3, 'UTC')} "
+        "AND id IN {ids:Array(String)}",
+        params,
     )
 
 

@@ -259,8 +259,9 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
     def refresh_truth(self) -> None:
         """Ask the store for its answer again (unless the last question is still out)."""
         if self.history is not None and (question := self.state.ask_truth()) is not None:
-            asked, since = question
-            self.load_truth(asked, self.state.roster.max_agents, self.state.roster.lost_after_s, since)
+            asked, since, asked_since = question
+            roster = self.state.roster
+            self.load_truth(asked, roster.max_agents, roster.lost_after_s, since, asked_since)
 
     def _answer_taken(self) -> None:
         """A store's answer is painted as a live event is (paced), not at the next tick: the first

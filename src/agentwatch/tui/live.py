@@ -190,16 +190,20 @@ class LiveState:
 
     # -- the store's answers -------------------------------------------------------------------
 
-    def ask_truth(self) -> tuple[list[str], tuple[Any, ...] | None] | None:
-        """The live ids to ask the store about and the mark its answer may stop at (truth_since),
-        or None while the last question is out. At an unchanged mark, an id asked at it before
-        is not asked again: the store held no more since."""
+    def ask_truth(self) -> tuple[list[str], tuple[Any, ...] | None, float | None] | None:
+        """The live ids to ask the store about, the mark its answer may stop at (truth_since) and
+        a time none of their events is older than (None when one has no time), or None while the
+        last question is out. At an unchanged mark, an id asked at it before is not asked again:
+        the store held no more since."""
         if not self.stored or self.truth_asked:
             return None
         self.truth_asked = True
         since = self.truth_since()
         skip = self.checked if since is not None else frozenset()
-        return self.unconfirmed.ids(truth.STORED_CHECK_MAX, skip), since
+        ids = self.unconfirmed.ids(truth.STORED_CHECK_MAX, skip)
+        earliest = self.unconfirmed.earliest(ids)
+        margin = truth.STORED_CHECK_MARGIN_SECONDS
+        return ids, since, None if earliest is None else earliest - margin
 
     def truth_since(self) -> tuple[Any, ...] | None:
         """The mark a refresh may stop at (its answer unchanged), or None: ask for everything."""

@@ -32,6 +32,7 @@ from agentwatch.agents import (
     shown_state,
     state_after,
 )
+from agentwatch.format import utc_seconds
 from agentwatch.store.answer import seconds
 from agentwatch.tui.model import (
     SPARK_BUCKETS,
@@ -453,6 +454,11 @@ class Unconfirmed:
     def ids(self, limit: int, skip: Set[str] = frozenset()) -> list[str]:
         """The oldest `limit` ids (those most likely stored by now), none of `skip`."""
         return list(itertools.islice((i for i in self._items if i not in skip), limit))
+
+    def earliest(self, ids: Iterable[str]) -> float | None:
+        """The earliest time (Unix seconds) of these ids' events, or None when one has none."""
+        times = [utc_seconds(self._items[i].get("timestamp")) for i in ids if i in self._items]
+        return None if not times or None in times else min(t for t in times if t is not None)
 
     def confirm(self, stored: Iterable[str]) -> None:
         """The store holds these now: its next answer counts them."""

@@ -81,13 +81,18 @@ class StoreSide(_Base):
 
     @work(thread=True, exclusive=True, group="truth", exit_on_error=False)
     def load_truth(
-        self, asked: list[str], roster_limit: int, lost_after_s: float, since: tuple[Any, ...] | None
+        self,
+        asked: list[str],
+        roster_limit: int,
+        lost_after_s: float,
+        since: tuple[Any, ...] | None,
+        asked_since: float | None = None,
     ) -> None:
         """The store's figures, and which of `asked` (live events counted on top) it holds; only
         its mark when that is still `since`."""
         assert self.history is not None
         try:
-            answer = truth.read(self.history, asked, roster_limit, lost_after_s, since)
+            answer = truth.read(self.history, asked, roster_limit, lost_after_s, since, asked_since)
         except HistoryError as exc:
             self.post_message(TruthFailed(str(exc)))
             return

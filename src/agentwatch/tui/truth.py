@@ -33,6 +33,9 @@ REFRESH_SECONDS = 5.0
 # whole answer again at least this often (the previous hour's cost moves with the clock).
 FULL_EVERY_SECONDS = 60.0
 STORED_CHECK_MAX = 20_000
+# How much earlier than its oldest live event the watermark looks: the store keeps an event's own
+# time, so this is only a margin.
+STORED_CHECK_MARGIN_SECONDS = 3600.0
 EDGES_MAX = 2000
 ALERTS_RECENT = 200
 
@@ -75,10 +78,12 @@ def read(
     roster_limit: int,
     lost_after_s: float,
     since: tuple[Any, ...] | None = None,
+    asked_since: float | None = None,
 ) -> Truth | Same:
     """The store's answer for the live window (the scopes active within `lost_after_s` and the
     newest ones: store/live_roster.py), or Same when its mark is still `since` (nothing it holds
-    changed: the last answer stands, and which of `asked` it holds); raises HistoryError (the
+    changed: the last answer stands, and which of `asked` it holds: none of their events is older
+    than `asked_since`, when given); raises HistoryError (the
     caller shows its message and asks again). The mark is asked first: what is stored after it
     moves it, and the next refresh reads."""
     now_mark = mark(history)
@@ -88,7 +93,7 @@ def read(
         # Asked now, it leaves the live count (the mark says the answer holds it).
         if not asked:
             return Same()
-        return Same(list(asked), _stored(history, asked))
+        return Same(list(asked), _stored(history, asked, asked_since))
     ask = lambda q: history.query(*q)  # noqa: E731 - one reader for every question below
     window = live_roster.read(ask, roster_limit, lost_after_s)
     owned(history, window.roster)
@@ -107,12 +112,12 @@ def read(
         *history.query(*queries.alerts(limit=ALERTS_RECENT)).dicts(),
     ]
     if asked:
-        truth.stored = _stored(history, asked)
+        truth.stored = _stored(history, asked, asked_since)
     return truth
 
 
-def _stored(history: HistorySource, asked: Sequence[str]) -> set[str]:
-    return {str(i) for i in history.query(*queries.stored_ids(asked)).column("id")}
+def _stored(history: HistorySource, asked: Sequence[str], since: float | None) -> set[str]:
+    return {str(i) for i in history.query(*queries.stored_ids(asked, since)).column("id")}
 
 
 def owned(history: HistorySource, roster: list[dict[str, Any]]) -> None:
