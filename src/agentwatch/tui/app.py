@@ -264,8 +264,7 @@ class AgentwatchApp(StoreSide, HistoryActions, App[None]):
             self.load_truth(asked, roster.max_agents, roster.lost_after_s, since, asked_since)
 
     def _answer_taken(self) -> None:
-        """A store's answer is painted as a live event is (paced), not at the next tick: the first
-        one is the dashboard's first screen, which a tick made wait up to REPAINT_SECONDS more."""
+        """A store's answer painted now, paced as live events are (not at the next tick)."""
         self._dirty = True
         self._ask_frame()
 
